@@ -418,7 +418,7 @@ if __name__ == "__main__":
         if time.time() - last_print > 10 or iteration == args.num_iterations:
             last_print = time.time()
             recent = f"{np.mean(recent_returns):.2f}" if recent_returns else "n/a"
-            print(f"global_step={global_step}, episodic_return(last {len(recent_returns)})={recent}, SPS={sps}")
+            print(f"global_step={global_step}, episodic_return(last {len(recent_returns)})={recent}, SPS={sps}", flush=True)
         upload_new_videos(f"videos/{run_name}")
 
     if args.save_model:

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# One-command set-up: creates .venv at the repository root and installs the pinned, tested set
+# (requirements.txt, torch pinned to 2.13.0) plus this project in editable mode.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+python3 -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "cleanrl needs Python >= 3.11, found " + sys.version.split()[0])'
+[ -x .venv/bin/python ] || python3 -m venv .venv
+# torch first and pinned: an unpinned or ranged torch would pull a multi-GB CUDA build
+.venv/bin/python -m pip install --quiet --disable-pip-version-check torch==2.13.0
+.venv/bin/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
+.venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+.venv/bin/python -m pip check
+echo "set-up done: activate with 'source .venv/bin/activate'"
