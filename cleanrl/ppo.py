@@ -162,13 +162,18 @@ def compute_gae(rewards, values, dones, terminations, final_values, next_value, 
     return advantages, advantages + values
 
 
-def validation_error(args, observation_space, action_space):
-    """The first problem with `args` and the env's spaces as one line, or None when all is well."""
+def space_error(args, observation_space, action_space):
+    """What the script cannot handle about the env's spaces, as one line, or None."""
     script = os.path.basename(__file__)
     if not isinstance(action_space, gym.spaces.Discrete):
         return f"{script} supports Discrete action spaces; {args.env_id} has {action_space}"
     if not isinstance(observation_space, gym.spaces.Box) or len(observation_space.shape) != 1:
         return f"{script} supports 1-D Box observation spaces; {args.env_id} has {observation_space}"
+    return None
+
+
+def validation_error(args):
+    """The first problem with the command-line values as one line, or None when all is well."""
     for name in ("num_envs", "num_steps", "num_minibatches", "update_epochs"):
         if getattr(args, name) < 1:
             return f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}"
@@ -179,7 +184,7 @@ def validation_error(args, observation_space, action_space):
             f"does not split into --num-minibatches {args.num_minibatches}; pick a divisor of {batch_size}"
         )
     if args.norm_adv and batch_size // args.num_minibatches < 2:
-        return f"minibatches of {batch_size // args.num_minibatches} step cannot normalise advantages; use fewer --num-minibatches or --no-norm-adv"
+        return "minibatches of 1 step cannot normalise advantages; use fewer --num-minibatches or --no-norm-adv"
     if args.total_timesteps < batch_size:
         return f"--total-timesteps {args.total_timesteps} is below one batch ({batch_size} steps), so no update would run"
     for name in ("gamma", "gae_lambda"):
@@ -227,13 +232,16 @@ if __name__ == "__main__":
     import tyro
 
     args = tyro.cli(Args)
-    try:
-        probe_env = gym.make(args.env_id)
-    except gym.error.Error as e:
-        print(f"{os.path.basename(__file__)}: {e}", file=sys.stderr)
-        sys.exit(2)
-    error = validation_error(args, probe_env.observation_space, probe_env.action_space)
-    probe_env.close()
+    # command-line values first, then the env (making it can already write files, e.g. MuJoCo's log)
+    error = validation_error(args)
+    if error is None:
+        try:
+            probe_env = gym.make(args.env_id)
+        except gym.error.Error as e:
+            error = str(e)
+        else:
+            error = space_error(args, probe_env.observation_space, probe_env.action_space)
+            probe_env.close()
     if error is not None:
         print(f"{os.path.basename(__file__)}: {error}", file=sys.stderr)
         sys.exit(2)
@@ -262,7 +270,7 @@ if __name__ == "__main__":
     writer = SummaryWriter(f"runs/{run_name}")
     writer.add_text(
         "hyperparameters",
-        "|param|value|\n|-|-|\n%s" % ("\n".join([f"|{key}|{value}|" for key, value in vars(args).items()])),
+        "|param|value|\n|-|-|\n" + "\n".join(f"|{key}|{value}|" for key, value in vars(args).items()),
     )
     uploaded_videos = set()
 
@@ -347,7 +355,7 @@ if __name__ == "__main__":
         b_inds = np.arange(args.batch_size)
         clipfracs = []
         loss_is_finite = torch.tensor(True, device=device)
-        for epoch in range(args.update_epochs):
+        for _epoch in range(args.update_epochs):
             np.random.shuffle(b_inds)
             for start in range(0, args.batch_size, args.minibatch_size):
                 end = start + args.minibatch_size
@@ -374,9 +382,7 @@ if __name__ == "__main__":
                 newvalue = newvalue.view(-1)
                 if args.clip_vloss:
                     v_loss_unclipped = (newvalue - b_returns[mb_inds]) ** 2
-                    v_clipped = b_values[mb_inds] + torch.clamp(
-                        newvalue - b_values[mb_inds], -args.clip_coef, args.clip_coef
-                    )
+                    v_clipped = b_values[mb_inds] + torch.clamp(newvalue - b_values[mb_inds], -args.clip_coef, args.clip_coef)
                     v_loss_clipped = (v_clipped - b_returns[mb_inds]) ** 2
                     v_loss = 0.5 * torch.max(v_loss_unclipped, v_loss_clipped).mean()
                 else:
@@ -396,7 +402,8 @@ if __name__ == "__main__":
 
         # checked once per update, not per minibatch, to keep host/device syncs out of the inner loop
         if not loss_is_finite:
-            print(f"{os.path.basename(__file__)}: non-finite loss in the update at global_step {global_step}; stopping", file=sys.stderr)
+            script = os.path.basename(__file__)
+            print(f"{script}: non-finite loss in the update at global_step {global_step}; stopping", file=sys.stderr)
             writer.close()
             envs.close()
             sys.exit(1)

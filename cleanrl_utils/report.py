@@ -1,0 +1,169 @@
+"""Tables and learning curves from local TensorBoard runs (`runs/{env_id}__{exp_name}__{seed}__{time}`).
+
+    python -m cleanrl_utils.report --runs-dir runs --markdown table.md --plot curves.png
+
+The summary statistic of a run is the mean episodic return of its last `last_episodes` episodes;
+a table row gives the mean ± standard deviation of that statistic over the seeds of one
+(exp_name, env_id) pair, with the mean of each run's last logged SPS.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Run:
+    """One run directory, split into the parts of its CleanRL run name."""
+
+    path: str
+    env_id: str
+    exp_name: str
+    seed: int
+
+
+def find_runs(runs_dir: str) -> list[Run]:
+    """Every `{env_id}__{exp_name}__{seed}__{time}` directory directly under `runs_dir`, sorted.
+
+    Directories whose names do not have that form are skipped. Raises FileNotFoundError if
+    `runs_dir` does not exist.
+    """
+    runs = []
+    for name in sorted(os.listdir(runs_dir)):
+        parts = name.split("__")
+        if len(parts) != 4 or not parts[2].lstrip("-").isdigit() or not os.path.isdir(os.path.join(runs_dir, name)):
+            continue
+        runs.append(Run(os.path.join(runs_dir, name), parts[0], parts[1], int(parts[2])))
+    return runs
+
+
+def read_scalars(run_dir: str, tag: str) -> tuple[np.ndarray, np.ndarray]:
+    """All points of scalar `tag` in the TensorBoard event files of `run_dir`, in logged order.
+
+    Returns (steps, values): two 1-D arrays of equal length (int64 global steps, float64 values),
+    empty when the tag was never logged.
+    """
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    accumulator = EventAccumulator(run_dir, size_guidance={"scalars": 0})
+    accumulator.Reload()
+    if tag not in accumulator.Tags()["scalars"]:
+        return np.zeros(0, dtype=np.int64), np.zeros(0)
+    events = accumulator.Scalars(tag)
+    return np.array([e.step for e in events], dtype=np.int64), np.array([e.value for e in events], dtype=np.float64)
+
+
+def summarize(runs: list[Run], last_episodes: int = 20) -> list[dict]:
+    """One row per (exp_name, env_id): seeds, mean and std over seeds of each run's final return, SPS.
+
+    A run's final return is the mean `charts/episodic_return` of its last `last_episodes` episodes;
+    runs that logged no episode are left out of their row (and of its seed count).
+    """
+    groups: dict[tuple[str, str], list[tuple[float, float]]] = {}
+    for run in runs:
+        _, returns = read_scalars(run.path, "charts/episodic_return")
+        if len(returns) == 0:
+            continue
+        _, sps = read_scalars(run.path, "charts/SPS")
+        final = float(np.mean(returns[-last_episodes:]))
+        groups.setdefault((run.exp_name, run.env_id), []).append((final, float(sps[-1]) if len(sps) else float("nan")))
+    rows = []
+    for (exp_name, env_id), values in sorted(groups.items()):
+        finals = np.array([v[0] for v in values])
+        rows.append(
+            {
+                "exp_name": exp_name,
+                "env_id": env_id,
+                "seeds": len(values),
+                "return_mean": float(finals.mean()),
+                "return_std": float(finals.std()),
+                "sps": float(np.mean([v[1] for v in values])),
+            }
+        )
+    return rows
+
+
+def markdown_table(rows: list[dict]) -> str:
+    """The rows of `summarize` as a Markdown table."""
+    lines = ["| exp_name | env_id | seeds | return (mean ± std) | SPS |", "|---|---|---|---|---|"]
+    for r in rows:
+        ret = f"{r['return_mean']:.2f} ± {r['return_std']:.2f}"
+        lines.append(f"| {r['exp_name']} | {r['env_id']} | {r['seeds']} | {ret} | {r['sps']:.0f} |")
+    return "\n".join(lines) + "\n"
+
+
+def plot_curves(runs: list[Run], path: str, num_points: int = 100) -> None:
+    """Writes a PNG with one panel per env: the mean episodic-return curve over seeds of each exp_name,
+    shaded between the seeds' minimum and maximum. Curves are interpolated on a common step grid."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    env_ids = sorted({r.env_id for r in runs})
+    fig, axes = plt.subplots(1, len(env_ids), figsize=(5 * len(env_ids), 3.6), squeeze=False)
+    for ax, env_id in zip(axes[0], env_ids):
+        for exp_name in sorted({r.exp_name for r in runs if r.env_id == env_id}):
+            curves = [
+                read_scalars(r.path, "charts/episodic_return") for r in runs if (r.env_id, r.exp_name) == (env_id, exp_name)
+            ]
+            curves = [c for c in curves if len(c[0]) > 0]
+            if not curves:
+                continue
+            grid = np.linspace(0, min(c[0][-1] for c in curves), num_points)
+            ys = np.stack([np.interp(grid, steps, values) for steps, values in curves])
+            ax.plot(grid, ys.mean(0), label=f"{exp_name} ({len(curves)} seeds)")
+            ax.fill_between(grid, ys.min(0), ys.max(0), alpha=0.2)
+        ax.set_title(env_id)
+        ax.set_xlabel("global step")
+        ax.set_ylabel("episodic return")
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+@dataclass
+class Args:
+    runs_dir: str = "runs"
+    """the folder that holds the run directories"""
+    last_episodes: int = 20
+    """how many final episodes of each run make its final return"""
+    markdown: Optional[str] = None
+    """write the table to this Markdown file (it is always printed)"""
+    plot: Optional[str] = None
+    """write the learning curves to this PNG file"""
+
+
+def main(args: Args) -> None:
+    import sys
+
+    if not os.path.isdir(args.runs_dir):
+        print(f"report: no such folder {args.runs_dir!r}", file=sys.stderr)
+        sys.exit(2)
+    if args.last_episodes < 1:
+        print(f"report: --last-episodes must be at least 1, got {args.last_episodes}", file=sys.stderr)
+        sys.exit(2)
+    runs = find_runs(args.runs_dir)
+    if not runs:
+        print(
+            f"report: no run directories ({{env_id}}__{{exp_name}}__{{seed}}__{{time}}) in {args.runs_dir!r}", file=sys.stderr
+        )
+        sys.exit(2)
+    table = markdown_table(summarize(runs, args.last_episodes))
+    print(table, end="")
+    if args.markdown:
+        with open(args.markdown, "w") as f:
+            f.write(table)
+    if args.plot:
+        plot_curves(runs, args.plot)
+
+
+if __name__ == "__main__":
+    import tyro
+
+    main(tyro.cli(Args))

@@ -1,0 +1,62 @@
+"""Shared helpers: run a script as a user would (a subprocess), import a script's top-level pieces."""
+
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SCRIPTS = REPO / "cleanrl"
+
+
+def script_env():
+    env = dict(os.environ)
+    env.update(
+        WANDB_MODE="disabled",
+        OMP_NUM_THREADS="1",  # tests run two at a time on small machines
+        SDL_VIDEODRIVER="dummy",
+        PYTHONUNBUFFERED="1",
+    )
+    return env
+
+
+def run_script(script, *args, cwd, timeout=600, env=None):
+    """Runs `cleanrl/<script>` (or a path) with `args` in `cwd`; returns the CompletedProcess."""
+    path = script if os.path.isabs(str(script)) else SCRIPTS / script
+    return subprocess.run(
+        [sys.executable, str(path), *map(str, args)],
+        cwd=cwd,
+        env=env or script_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def check_ok(result):
+    assert result.returncode == 0, (
+        f"exit {result.returncode}\nstdout:\n{result.stdout[-3000:]}\nstderr:\n{result.stderr[-3000:]}"
+    )
+
+
+def only_run_dir(cwd):
+    """The single run directory a script made under `cwd/runs`."""
+    runs = list((Path(cwd) / "runs").iterdir())
+    assert len(runs) == 1, runs
+    return runs[0]
+
+
+def load_script(name):
+    """Imports `cleanrl/<name>.py` as a module (its `__main__` block does not run)."""
+    spec = importlib.util.spec_from_file_location(f"script_{name}", SCRIPTS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture
+def workdir(tmp_path):
+    return tmp_path

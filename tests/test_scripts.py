@@ -1,0 +1,118 @@
+"""What every PPO script must do (script contract §3, §5, §7), run as a user would: a subprocess.
+
+Per script: each flag path with a tiny budget, the validation cases, and a run of the file copied
+alone into an empty folder.
+"""
+
+import shutil
+
+import pytest
+import torch
+
+from cleanrl_utils.report import read_scalars
+from conftest import SCRIPTS, check_ok, only_run_dir, run_script, script_env
+
+# a tiny budget per script: two iterations of a small batch
+TINY = {
+    "ppo.py": ["--total-timesteps", 256, "--num-envs", 2, "--num-steps", 64],
+    "ppo_atari.py": ["--total-timesteps", 128, "--num-envs", 2, "--num-steps", 32, "--update-epochs", 1],
+    "ppo_continuous_action.py": ["--total-timesteps", 256, "--num-steps", 128, "--num-minibatches", 4],
+}
+ALL = list(TINY)
+# MuJoCo renders slowly on the CPU: film short InvertedPendulum episodes rather than HalfCheetah's 1000 steps
+VIDEO_ENV = {"ppo_continuous_action.py": ["--env-id", "InvertedPendulum-v5"]}
+
+
+@pytest.mark.parametrize("script", ALL)
+def test_default_flags(script, workdir):
+    result = run_script(script, *TINY[script], cwd=workdir)
+    check_ok(result)
+    assert "global_step=" in result.stdout and "SPS=" in result.stdout
+    run_dir = only_run_dir(workdir)
+    steps, _ = read_scalars(str(run_dir), "charts/SPS")
+    assert len(steps) == 2  # one point per iteration
+    for tag in [
+        "losses/value_loss",
+        "losses/policy_loss",
+        "losses/entropy",
+        "losses/approx_kl",
+        "losses/old_approx_kl",
+        "losses/clipfrac",
+        "losses/explained_variance",
+        "charts/learning_rate",
+    ]:
+        assert len(read_scalars(str(run_dir), tag)[0]) == 2, tag
+    assert not (workdir / "videos").exists()
+
+
+@pytest.mark.parametrize("script", ALL)
+def test_capture_video(script, workdir):
+    check_ok(run_script(script, *TINY[script], *VIDEO_ENV.get(script, []), "--capture-video", cwd=workdir))
+    run_dir = only_run_dir(workdir)
+    videos = list((workdir / "videos" / run_dir.name).glob("*.mp4"))
+    assert videos and all(v.stat().st_size > 0 for v in videos)
+
+
+@pytest.mark.parametrize("script", ALL)
+def test_save_model_then_evaluate(script, workdir):
+    check_ok(run_script(script, *TINY[script], "--save-model", cwd=workdir))
+    run_dir = only_run_dir(workdir)
+    model_path = run_dir / f"{script[:-3]}.cleanrl_model"
+    checkpoint = torch.load(model_path, map_location="cpu", weights_only=True)
+    assert checkpoint["args"]["env_id"] and checkpoint["args"]["seed"] == 1
+    assert all(isinstance(v, torch.Tensor) for v in checkpoint["model"].values())
+    steps, returns = read_scalars(str(run_dir), "eval/episodic_return")
+    assert list(steps) == list(range(10)) and len(returns) == 10
+
+
+@pytest.mark.parametrize("script", ALL)
+def test_track_offline(script, workdir):
+    env = script_env() | {"WANDB_MODE": "offline"}
+    check_ok(run_script(script, *TINY[script], "--track", cwd=workdir, env=env))
+    offline_runs = list((workdir / "wandb").glob("offline-run-*"))
+    assert len(offline_runs) == 1
+    assert list(offline_runs[0].glob("*.wandb"))
+
+
+@pytest.mark.parametrize("script", ALL)
+def test_copied_file_runs_alone(script, tmp_path):
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    shutil.copy(SCRIPTS / script, alone / script)
+    check_ok(run_script(alone / script, *TINY[script], "--save-model", cwd=alone))
+    assert len(list((alone / "runs").iterdir())) == 1
+
+
+WRONG_SPACE = {
+    "ppo.py": [("--env-id", "Pendulum-v1", "supports Discrete action spaces; Pendulum-v1 has Box")],
+    "ppo_atari.py": [
+        ("--env-id", "CartPole-v1", "needs an ale-py Atari game"),
+        ("--env-id", "Breakout-ramNoFrameskip-v4", "needs RGB observations"),
+    ],
+    "ppo_continuous_action.py": [("--env-id", "CartPole-v1", "supports 1-D Box action spaces; CartPole-v1 has Discrete")],
+}
+UNKNOWN_ENV = {"ppo.py": "CartPol-v1", "ppo_atari.py": "BreakoutNoFrameskip-v9", "ppo_continuous_action.py": "HalfCheetah-v99"}
+COMMON_BAD = [
+    (["--num-minibatches", 3], "does not split into --num-minibatches 3"),
+    (["--total-timesteps", 10], "below one batch"),
+    (["--num-envs", 1, "--num-steps", 4, "--num-minibatches", 4], "cannot normalise advantages"),
+    (["--num-steps", 0], "--num-steps must be at least 1"),
+    (["--gamma", 1.5], "--gamma must be in [0, 1]"),
+    (["--gae-lambda", -0.1], "--gae-lambda must be in [0, 1]"),
+    (["--learning-rate", 0], "--learning-rate must be positive"),
+    (["--clip-coef", -0.2], "--clip-coef must be positive"),
+    (["--target-kl", 0], "--target-kl must be positive"),
+    (["--upload-model"], "--upload-model is not available yet"),
+]
+CASES = [(s, list(flags), message) for s in ALL for flags, message in COMMON_BAD]
+CASES += [(s, [flag, env_id], message) for s, cases in WRONG_SPACE.items() for flag, env_id, message in cases]
+CASES += [(s, ["--env-id", env_id], "doesn't exist") for s, env_id in UNKNOWN_ENV.items()]
+
+
+@pytest.mark.parametrize("script,flags,message", CASES, ids=[f"{s}:{' '.join(map(str, f))}" for s, f, _ in CASES])
+def test_bad_input_exits_2_with_one_line_and_creates_nothing(script, flags, message, workdir):
+    result = run_script(script, *flags, "--capture-video", "--track", "--save-model", cwd=workdir, timeout=120)
+    assert result.returncode == 2, result.stderr
+    error_lines = [line for line in result.stderr.splitlines() if line.startswith(script)]
+    assert len(error_lines) == 1 and message in error_lines[0], result.stderr
+    assert sorted(p.name for p in workdir.iterdir()) == [], "a rejected run must leave nothing behind"
