@@ -248,9 +248,9 @@ def space_error(args, unwrapped_env):
     """What the script cannot handle about the (unwrapped) env, as one line, or None."""
     script = os.path.basename(__file__)
     if not isinstance(unwrapped_env, ale_py.AtariEnv):
-        return f"{script} needs an ale-py Atari game (e.g. BreakoutNoFrameskip-v4, ALE/Breakout-v5); {args.env_id} is not one"
+        return f"{args.env_id} is not an ale-py Atari game; {script} needs one, e.g. BreakoutNoFrameskip-v4 or ALE/Breakout-v5"
     if not isinstance(unwrapped_env.observation_space, gym.spaces.Box) or unwrapped_env.observation_space.shape[-1] != 3:
-        return f"{script} needs RGB observations (obs_type='rgb'); {args.env_id} has {unwrapped_env.observation_space}"
+        return f"{args.env_id} has {unwrapped_env.observation_space} observations; {script} needs RGB frames (not '-ram' ids)"
     return None
 
 
@@ -443,7 +443,6 @@ if __name__ == "__main__":
 
         b_inds = np.arange(args.batch_size)
         clipfracs = []
-        loss_is_finite = torch.tensor(True, device=device)
         for _epoch in range(args.update_epochs):
             np.random.shuffle(b_inds)
             for start in range(0, args.batch_size, args.minibatch_size):
@@ -479,23 +478,21 @@ if __name__ == "__main__":
 
                 entropy_loss = entropy.mean()
                 loss = pg_loss - args.ent_coef * entropy_loss + v_loss * args.vf_coef
-                loss_is_finite &= torch.isfinite(loss)
 
                 optimizer.zero_grad()
                 loss.backward()
-                nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
+                grad_norm = nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
+                # one sync per minibatch: stop before a non-finite loss or gradient reaches the weights
+                if not torch.isfinite(loss + grad_norm):
+                    script = os.path.basename(__file__)
+                    print(f"{script}: non-finite loss at global_step {global_step}; stopping", file=sys.stderr)
+                    writer.close()
+                    envs.close()
+                    sys.exit(1)
                 optimizer.step()
 
             if args.target_kl is not None and approx_kl > args.target_kl:
                 break
-
-        # checked once per update, not per minibatch, to keep host/device syncs out of the inner loop
-        if not loss_is_finite:
-            script = os.path.basename(__file__)
-            print(f"{script}: non-finite loss in the update at global_step {global_step}; stopping", file=sys.stderr)
-            writer.close()
-            envs.close()
-            sys.exit(1)
 
         y_pred, y_true = b_values.cpu().numpy(), b_returns.cpu().numpy()
         var_y = np.var(y_true)

@@ -202,9 +202,9 @@ def space_error(args, observation_space, action_space):
     """What the script cannot handle about the env's spaces, as one line, or None."""
     script = os.path.basename(__file__)
     if not isinstance(action_space, gym.spaces.Box) or len(action_space.shape) != 1:
-        return f"{script} supports 1-D Box action spaces; {args.env_id} has {action_space}"
+        return f"{args.env_id} has {action_space} actions; {script} supports 1-D Box ones (for Discrete use ppo.py)"
     if not isinstance(observation_space, gym.spaces.Box):
-        return f"{script} supports Box observation spaces; {args.env_id} has {observation_space}"
+        return f"{args.env_id} has {observation_space} observations; {script} supports Box ones"
     return None
 
 
@@ -402,7 +402,6 @@ if __name__ == "__main__":
 
         b_inds = np.arange(args.batch_size)
         clipfracs = []
-        loss_is_finite = torch.tensor(True, device=device)
         for _epoch in range(args.update_epochs):
             np.random.shuffle(b_inds)
             for start in range(0, args.batch_size, args.minibatch_size):
@@ -438,23 +437,21 @@ if __name__ == "__main__":
 
                 entropy_loss = entropy.mean()
                 loss = pg_loss - args.ent_coef * entropy_loss + v_loss * args.vf_coef
-                loss_is_finite &= torch.isfinite(loss)
 
                 optimizer.zero_grad()
                 loss.backward()
-                nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
+                grad_norm = nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
+                # one sync per minibatch: stop before a non-finite loss or gradient reaches the weights
+                if not torch.isfinite(loss + grad_norm):
+                    script = os.path.basename(__file__)
+                    print(f"{script}: non-finite loss at global_step {global_step}; stopping", file=sys.stderr)
+                    writer.close()
+                    envs.close()
+                    sys.exit(1)
                 optimizer.step()
 
             if args.target_kl is not None and approx_kl > args.target_kl:
                 break
-
-        # checked once per update, not per minibatch, to keep host/device syncs out of the inner loop
-        if not loss_is_finite:
-            script = os.path.basename(__file__)
-            print(f"{script}: non-finite loss in the update at global_step {global_step}; stopping", file=sys.stderr)
-            writer.close()
-            envs.close()
-            sys.exit(1)
 
         y_pred, y_true = b_values.cpu().numpy(), b_returns.cpu().numpy()
         var_y = np.var(y_true)

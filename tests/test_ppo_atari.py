@@ -5,7 +5,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from conftest import load_script
+from conftest import check_ok, load_script, only_run_dir, run_script
 
 ppo_atari = load_script("ppo_atari")
 
@@ -64,3 +64,23 @@ def test_noop_reset_starts_at_a_random_point():
     env = ppo_atari.NoopResetEnv(gym.make("PongNoFrameskip-v4"), noop_max=30)
     starts = {env.reset(seed=seed)[0].tobytes() for seed in range(6)}
     assert len(starts) > 1
+
+
+def test_v5_id_runs_and_gets_one_run_directory(workdir):
+    result = run_script(
+        "ppo_atari.py",
+        "--env-id",
+        "ALE/Pong-v5",
+        "--total-timesteps",
+        64,
+        "--num-envs",
+        1,
+        "--num-steps",
+        64,
+        "--update-epochs",
+        1,
+        cwd=workdir,
+    )
+    check_ok(result)
+    assert "sticky-action probability 0.25" in result.stdout
+    assert only_run_dir(workdir).name.startswith("ALE-Pong-v5__ppo_atari__1__")

@@ -74,6 +74,21 @@ def test_track_offline(script, workdir):
     assert list(offline_runs[0].glob("*.wandb"))
 
 
+def test_track_uploads_videos(workdir):
+    env = script_env() | {"WANDB_MODE": "offline"}
+    check_ok(run_script("ppo.py", *TINY["ppo.py"], "--track", "--capture-video", cwd=workdir, env=env))
+    (offline_run,) = (workdir / "wandb").glob("offline-run-*")
+    assert list(offline_run.glob("files/media/videos/*.mp4"))
+
+
+def test_non_finite_loss_stops_the_run_with_its_step(workdir):
+    # a value coefficient of 1e38 overflows float32 on CartPole's first update
+    result = run_script("ppo.py", *TINY["ppo.py"], "--vf-coef", 1e38, cwd=workdir)
+    assert result.returncode == 1
+    assert "ppo.py: non-finite loss at global_step 128; stopping" in result.stderr.splitlines()
+    assert only_run_dir(workdir).exists()  # what was logged so far is kept
+
+
 @pytest.mark.parametrize("script", ALL)
 def test_copied_file_runs_alone(script, tmp_path):
     alone = tmp_path / "alone"
@@ -84,12 +99,16 @@ def test_copied_file_runs_alone(script, tmp_path):
 
 
 WRONG_SPACE = {
-    "ppo.py": [("--env-id", "Pendulum-v1", "supports Discrete action spaces; Pendulum-v1 has Box")],
-    "ppo_atari.py": [
-        ("--env-id", "CartPole-v1", "needs an ale-py Atari game"),
-        ("--env-id", "Breakout-ramNoFrameskip-v4", "needs RGB observations"),
+    "ppo.py": [
+        ("--env-id", "Pendulum-v1", "Pendulum-v1 has Box(-2.0, 2.0, (1,), float32) actions; ppo.py supports Discrete ones")
     ],
-    "ppo_continuous_action.py": [("--env-id", "CartPole-v1", "supports 1-D Box action spaces; CartPole-v1 has Discrete")],
+    "ppo_atari.py": [
+        ("--env-id", "CartPole-v1", "CartPole-v1 is not an ale-py Atari game"),
+        ("--env-id", "Breakout-ramNoFrameskip-v4", "needs RGB frames"),
+    ],
+    "ppo_continuous_action.py": [
+        ("--env-id", "CartPole-v1", "CartPole-v1 has Discrete(2) actions; ppo_continuous_action.py supports 1-D Box ones")
+    ],
 }
 UNKNOWN_ENV = {"ppo.py": "CartPol-v1", "ppo_atari.py": "BreakoutNoFrameskip-v9", "ppo_continuous_action.py": "HalfCheetah-v99"}
 COMMON_BAD = [
