@@ -249,8 +249,6 @@ def space_error(args, unwrapped_env):
     script = os.path.basename(__file__)
     if not isinstance(unwrapped_env, ale_py.AtariEnv):
         return f"{args.env_id} is not an ale-py Atari game; {script} needs one, e.g. BreakoutNoFrameskip-v4 or ALE/Breakout-v5"
-    if not isinstance(unwrapped_env.observation_space, gym.spaces.Box) or unwrapped_env.observation_space.shape[-1] != 3:
-        return f"{args.env_id} has {unwrapped_env.observation_space} observations; {script} needs RGB frames (not '-ram' ids)"
     return None
 
 

@@ -104,7 +104,6 @@ WRONG_SPACE = {
     ],
     "ppo_atari.py": [
         ("--env-id", "CartPole-v1", "CartPole-v1 is not an ale-py Atari game"),
-        ("--env-id", "Breakout-ramNoFrameskip-v4", "needs RGB frames"),
     ],
     "ppo_continuous_action.py": [
         ("--env-id", "CartPole-v1", "CartPole-v1 has Discrete(2) actions; ppo_continuous_action.py supports 1-D Box ones")
