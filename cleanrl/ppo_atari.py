@@ -216,7 +216,8 @@ class Agent(nn.Module):
     def get_action_and_value(self, x, action=None):
         hidden = self.network(x / 255.0)
         logits = self.actor(hidden)
-        probs = Categorical(logits=logits)
+        # argument checks off: a non-finite loss is caught in the update anyway
+        probs = Categorical(logits=logits, validate_args=False)
         if action is None:
             action = probs.sample()
         return action, probs.log_prob(action), probs.entropy(), self.critic(hidden)

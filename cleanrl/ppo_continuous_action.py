@@ -170,7 +170,8 @@ class Agent(nn.Module):
     def get_action_and_value(self, x, action=None):
         action_mean = self.actor_mean(x)
         action_logstd = self.actor_logstd.expand_as(action_mean)
-        probs = Normal(action_mean, torch.exp(action_logstd))
+        # argument checks off: they cost time every step, and a non-finite loss is caught in the update
+        probs = Normal(action_mean, torch.exp(action_logstd), validate_args=False)
         if action is None:
             action = probs.sample()
         return action, probs.log_prob(action).sum(1), probs.entropy().sum(1), self.critic(x)
