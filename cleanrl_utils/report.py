@@ -96,9 +96,17 @@ def markdown_table(rows: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def plot_curves(runs: list[Run], path: str, num_points: int = 100) -> None:
-    """Writes a PNG with one panel per env: the mean episodic-return curve over seeds of each exp_name,
-    shaded between the seeds' minimum and maximum. Curves are interpolated on a common step grid."""
+def smooth(values: np.ndarray, window: int) -> np.ndarray:
+    """Trailing mean over the last `window` points (fewer at the start); same shape as `values`."""
+    sums = np.cumsum(np.insert(values, 0, 0.0))
+    counts = np.minimum(np.arange(1, len(values) + 1), window)
+    return (sums[1:] - sums[np.arange(1, len(values) + 1) - counts]) / counts
+
+
+def plot_curves(runs: list[Run], path: str, num_points: int = 100, window: int = 20) -> None:
+    """Writes a PNG with one panel per env: for each exp_name, the mean over seeds of the episodic return
+    (each run smoothed by a trailing mean over `window` episodes), shaded between the seeds' minimum and
+    maximum. Curves are interpolated on a common step grid."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -115,8 +123,8 @@ def plot_curves(runs: list[Run], path: str, num_points: int = 100) -> None:
             if not curves:
                 continue
             grid = np.linspace(0, min(c[0][-1] for c in curves), num_points)
-            ys = np.stack([np.interp(grid, steps, values) for steps, values in curves])
-            ax.plot(grid, ys.mean(0), label=f"{exp_name} ({len(curves)} seeds)")
+            ys = np.stack([np.interp(grid, steps, smooth(values, window)) for steps, values in curves])
+            ax.plot(grid, ys.mean(0), label=f"{exp_name} ({len(curves)} seed{'s' if len(curves) > 1 else ''})")
             ax.fill_between(grid, ys.min(0), ys.max(0), alpha=0.2)
         ax.set_title(env_id)
         ax.set_xlabel("global step")
@@ -132,7 +140,7 @@ class Args:
     runs_dir: str = "runs"
     """the folder that holds the run directories"""
     last_episodes: int = 20
-    """how many final episodes of each run make its final return"""
+    """how many final episodes of each run make its final return (also the curves' smoothing window)"""
     markdown: Optional[str] = None
     """write the table to this Markdown file (it is always printed)"""
     plot: Optional[str] = None
@@ -160,7 +168,7 @@ def main(args: Args) -> None:
         with open(args.markdown, "w") as f:
             f.write(table)
     if args.plot:
-        plot_curves(runs, args.plot)
+        plot_curves(runs, args.plot, window=args.last_episodes)
 
 
 if __name__ == "__main__":

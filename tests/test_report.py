@@ -3,10 +3,11 @@
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 from torch.utils.tensorboard import SummaryWriter
 
-from cleanrl_utils.report import find_runs, markdown_table, plot_curves, read_scalars, summarize
+from cleanrl_utils.report import find_runs, markdown_table, plot_curves, read_scalars, smooth, summarize
 
 
 def write_run(runs_dir, name, returns, sps=1000):
@@ -51,6 +52,10 @@ def test_summarize_over_seeds(runs_dir):
     assert cartpole["return_mean"] == pytest.approx(35) and cartpole["return_std"] == pytest.approx(10)
     assert cartpole["sps"] == pytest.approx(2000)
     assert "| ppo | CartPole-v1 | 2 | 35.00 ± 10.00 | 2000 |" in markdown_table(rows)
+
+
+def test_smooth_is_a_trailing_mean():
+    assert smooth(np.array([2.0, 4.0, 6.0, 8.0]), 2).tolist() == [2.0, 3.0, 5.0, 7.0]
 
 
 def test_plot_curves_writes_png(runs_dir, tmp_path):
