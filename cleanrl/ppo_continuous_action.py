@@ -74,7 +74,7 @@ class Args:
     clip_coef: float = 0.2
     """the surrogate clipping coefficient"""
     clip_vloss: bool = True
-    """toggles whether or not to use a clipped loss for the value function, as per the paper"""
+    """toggles the clipped value loss (from OpenAI Baselines' PPO2; the PPO paper has none)"""
     ent_coef: float = 0.0
     """coefficient of the entropy"""
     vf_coef: float = 0.5
@@ -211,6 +211,10 @@ def space_error(args, observation_space, action_space):
 
 def validation_error(args):
     """The first problem with the command-line values as one line, or None when all is well."""
+    if not 0 <= args.seed < 2**32:
+        return f"--seed must be in [0, 2**32 - 1], got {args.seed}"
+    if "/" in args.exp_name or "__" in args.exp_name or not args.exp_name:
+        return f"--exp-name {args.exp_name!r} must be non-empty, without '/' or '__' (they split run names)"
     for name in ("num_envs", "num_steps", "num_minibatches", "update_epochs"):
         if getattr(args, name) < 1:
             return f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}"
@@ -284,8 +288,8 @@ if __name__ == "__main__":
     if error is None:
         try:
             probe_env = gym.make(args.env_id)
-        except gym.error.Error as e:
-            error = str(e)
+        except Exception as e:  # unknown ids, missing modules or extras: all mean this env cannot be made
+            error = f"cannot make {args.env_id!r}: {e}"
         else:
             error = space_error(args, probe_env.observation_space, probe_env.action_space)
             probe_env.close()
@@ -295,6 +299,8 @@ if __name__ == "__main__":
     args.batch_size = int(args.num_envs * args.num_steps)
     args.minibatch_size = int(args.batch_size // args.num_minibatches)
     args.num_iterations = args.total_timesteps // args.batch_size
+    if args.total_timesteps % args.batch_size != 0:
+        print(f"running {args.num_iterations * args.batch_size} steps: --total-timesteps rounded down to whole batches")
 
     random.seed(args.seed)
     np.random.seed(args.seed)
@@ -302,7 +308,14 @@ if __name__ == "__main__":
     torch.backends.cudnn.deterministic = args.torch_deterministic
     device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
 
-    run_name = f"{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{int(time.time())}"
+    run_time = int(time.time())
+    while True:  # another run that started in the same second already owns that name: take the next second
+        run_name = f"{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"
+        try:
+            os.makedirs(f"runs/{run_name}")
+            break
+        except FileExistsError:
+            run_time += 1
     if args.track:
         import wandb
 

@@ -5,6 +5,7 @@ alone into an empty folder.
 """
 
 import shutil
+import time
 
 import pytest
 import torch
@@ -81,6 +82,24 @@ def test_track_uploads_videos(workdir):
     assert list(offline_run.glob("files/media/videos/*.mp4"))
 
 
+def test_runs_started_in_the_same_second_get_their_own_directories(workdir):
+    # other runs already own this second and the next ones: the new run must not write into theirs
+    now = int(time.time())
+    taken = [workdir / "runs" / f"CartPole-v1__ppo__1__{t}" for t in range(now, now + 30)]
+    for path in taken:
+        path.mkdir(parents=True)
+    check_ok(run_script("ppo.py", *TINY["ppo.py"], cwd=workdir))
+    assert all(not any(path.iterdir()) for path in taken)
+    (new,) = set((workdir / "runs").iterdir()) - set(taken)
+    assert new.name.startswith("CartPole-v1__ppo__1__") and any(new.iterdir())
+
+
+def test_total_timesteps_rounded_down_to_whole_batches_says_so(workdir):
+    result = run_script("ppo.py", "--total-timesteps", 300, "--num-envs", 2, "--num-steps", 64, cwd=workdir)
+    check_ok(result)
+    assert "running 256 steps: --total-timesteps rounded down to whole batches" in result.stdout
+
+
 def test_non_finite_loss_stops_the_run_with_its_step(workdir):
     # a value coefficient of 1e38 overflows float32 on CartPole's first update
     result = run_script("ppo.py", *TINY["ppo.py"], "--vf-coef", 1e38, cwd=workdir)
@@ -121,6 +140,9 @@ COMMON_BAD = [
     (["--clip-coef", -0.2], "--clip-coef must be positive"),
     (["--target-kl", 0], "--target-kl must be positive"),
     (["--upload-model"], "--upload-model is not available yet"),
+    (["--seed", -1], "--seed must be in [0, 2**32 - 1]"),
+    (["--exp-name", "sweep/a"], "--exp-name 'sweep/a' must be non-empty, without '/' or '__'"),
+    (["--env-id", "no_such_module:Foo-v0"], "cannot make 'no_such_module:Foo-v0': No module named 'no_such_module'"),
 ]
 CASES = [(s, list(flags), message) for s in ALL for flags, message in COMMON_BAD]
 CASES += [(s, [flag, env_id], message) for s, cases in WRONG_SPACE.items() for flag, env_id, message in cases]
