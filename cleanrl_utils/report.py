@@ -3,8 +3,9 @@
     python -m cleanrl_utils.report --runs-dir runs --markdown table.md --plot curves.png
 
 The summary statistic of a run is the mean episodic return of its last `last_episodes` episodes;
-a table row gives the mean ± standard deviation of that statistic over the seeds of one
-(exp_name, env_id) pair, with the mean of each run's last logged SPS.
+a table row gives the mean ± standard deviation of that statistic over the runs of one
+(exp_name, env_id) pair, the seeds they used, and the mean of each run's last logged SPS. Only
+run directories directly under the folder count; runs that logged no episode are named on stderr.
 """
 
 from __future__ import annotations
@@ -57,42 +58,48 @@ def read_scalars(run_dir: str, tag: str) -> tuple[np.ndarray, np.ndarray]:
     return np.array([e.step for e in events], dtype=np.int64), np.array([e.value for e in events], dtype=np.float64)
 
 
-def summarize(runs: list[Run], last_episodes: int = 20) -> list[dict]:
-    """One row per (exp_name, env_id): seeds, mean and std over seeds of each run's final return, SPS.
+def summarize(runs: list[Run], last_episodes: int = 20) -> tuple[list[dict], list[Run]]:
+    """One row per (exp_name, env_id) over its runs: run count, sorted seeds, mean and (population) std
+    of the runs' final returns, mean SPS. Returns (rows, runs that logged no episode and were left out).
 
-    A run's final return is the mean `charts/episodic_return` of its last `last_episodes` episodes;
-    runs that logged no episode are left out of their row (and of its seed count).
+    A run's final return is the mean `charts/episodic_return` of its last `last_episodes` episodes.
     """
-    groups: dict[tuple[str, str], list[tuple[float, float]]] = {}
+    groups: dict[tuple[str, str], list[tuple[int, float, float]]] = {}
+    skipped = []
     for run in runs:
         _, returns = read_scalars(run.path, "charts/episodic_return")
         if len(returns) == 0:
+            skipped.append(run)
             continue
         _, sps = read_scalars(run.path, "charts/SPS")
         final = float(np.mean(returns[-last_episodes:]))
-        groups.setdefault((run.exp_name, run.env_id), []).append((final, float(sps[-1]) if len(sps) else float("nan")))
+        groups.setdefault((run.exp_name, run.env_id), []).append(
+            (run.seed, final, float(sps[-1]) if len(sps) else float("nan"))
+        )
     rows = []
     for (exp_name, env_id), values in sorted(groups.items()):
-        finals = np.array([v[0] for v in values])
+        finals = np.array([v[1] for v in values])
         rows.append(
             {
                 "exp_name": exp_name,
                 "env_id": env_id,
-                "seeds": len(values),
+                "runs": len(values),
+                "seeds": sorted(v[0] for v in values),
                 "return_mean": float(finals.mean()),
                 "return_std": float(finals.std()),
-                "sps": float(np.mean([v[1] for v in values])),
+                "sps": float(np.mean([v[2] for v in values])),
             }
         )
-    return rows
+    return rows, skipped
 
 
 def markdown_table(rows: list[dict]) -> str:
     """The rows of `summarize` as a Markdown table."""
-    lines = ["| exp_name | env_id | seeds | return (mean ± std) | SPS |", "|---|---|---|---|---|"]
+    lines = ["| exp_name | env_id | runs | seeds | return (mean ± std) | SPS |", "|---|---|---|---|---|---|"]
     for r in rows:
         ret = f"{r['return_mean']:.2f} ± {r['return_std']:.2f}"
-        lines.append(f"| {r['exp_name']} | {r['env_id']} | {r['seeds']} | {ret} | {r['sps']:.0f} |")
+        seeds = ", ".join(map(str, r["seeds"]))
+        lines.append(f"| {r['exp_name']} | {r['env_id']} | {r['runs']} | {seeds} | {ret} | {r['sps']:.0f} |")
     return "\n".join(lines) + "\n"
 
 
@@ -147,22 +154,36 @@ class Args:
     """write the learning curves to this PNG file"""
 
 
+def args_error(args: Args) -> Optional[str]:
+    """The first problem with the command-line values as one line, or None."""
+    if not os.path.isdir(args.runs_dir):
+        return f"no such folder {args.runs_dir!r}"
+    if args.last_episodes < 1:
+        return f"--last-episodes must be at least 1, got {args.last_episodes}"
+    for flag, path in (("--markdown", args.markdown), ("--plot", args.plot)):
+        if path is not None and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
+            return f"{flag} {path!r}: its folder does not exist"
+    if args.plot is not None and not args.plot.endswith(".png"):
+        return f"--plot {args.plot!r} must name a .png file"
+    return None
+
+
 def main(args: Args) -> None:
     import sys
 
-    if not os.path.isdir(args.runs_dir):
-        print(f"report: no such folder {args.runs_dir!r}", file=sys.stderr)
+    error = args_error(args)
+    runs = find_runs(args.runs_dir) if error is None else []
+    if error is None and not runs:
+        error = f"no run directories ({{env_id}}__{{exp_name}}__{{seed}}__{{time}}) in {args.runs_dir!r}"
+    rows, skipped = summarize(runs, args.last_episodes) if error is None else ([], [])
+    if error is None and not rows:
+        error = f"no run in {args.runs_dir!r} has logged charts/episodic_return yet"
+    if error is not None:
+        print(f"report: {error}", file=sys.stderr)
         sys.exit(2)
-    if args.last_episodes < 1:
-        print(f"report: --last-episodes must be at least 1, got {args.last_episodes}", file=sys.stderr)
-        sys.exit(2)
-    runs = find_runs(args.runs_dir)
-    if not runs:
-        print(
-            f"report: no run directories ({{env_id}}__{{exp_name}}__{{seed}}__{{time}}) in {args.runs_dir!r}", file=sys.stderr
-        )
-        sys.exit(2)
-    table = markdown_table(summarize(runs, args.last_episodes))
+    for run in skipped:
+        print(f"report: left out {run.path} (no finished episode)", file=sys.stderr)
+    table = markdown_table(rows)
     print(table, end="")
     if args.markdown:
         with open(args.markdown, "w") as f:

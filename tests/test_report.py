@@ -25,6 +25,7 @@ def runs_dir(tmp_path):
     write_run(runs, "CartPole-v1__ppo__2__101", [0, 10, 40, 50], sps=3000)
     write_run(runs, "ALE-Breakout-v5__ppo_atari__1__102", [1, 2, 3])
     (runs / "not-a-run").mkdir()
+    SummaryWriter(str(runs / "CartPole-v1__ppo__3__103")).close()  # started, no episode yet
     return runs
 
 
@@ -34,6 +35,7 @@ def test_find_runs_parses_run_names(runs_dir):
         ("ALE-Breakout-v5", "ppo_atari", 1),
         ("CartPole-v1", "ppo", 1),
         ("CartPole-v1", "ppo", 2),
+        ("CartPole-v1", "ppo", 3),
     ]
 
 
@@ -45,13 +47,14 @@ def test_read_scalars(runs_dir):
 
 
 def test_summarize_over_seeds(runs_dir):
-    rows = summarize(find_runs(str(runs_dir)), last_episodes=2)
+    rows, skipped = summarize(find_runs(str(runs_dir)), last_episodes=2)
     cartpole = next(r for r in rows if r["env_id"] == "CartPole-v1")
-    # seed 1: mean(20, 30) = 25; seed 2: mean(40, 50) = 45
-    assert cartpole["seeds"] == 2
+    # seed 1: mean(20, 30) = 25; seed 2: mean(40, 50) = 45; seed 3 has no episode yet
+    assert cartpole["runs"] == 2 and cartpole["seeds"] == [1, 2]
     assert cartpole["return_mean"] == pytest.approx(35) and cartpole["return_std"] == pytest.approx(10)
     assert cartpole["sps"] == pytest.approx(2000)
-    assert "| ppo | CartPole-v1 | 2 | 35.00 ± 10.00 | 2000 |" in markdown_table(rows)
+    assert [r.seed for r in skipped] == [3]
+    assert "| ppo | CartPole-v1 | 2 | 1, 2 | 35.00 ± 10.00 | 2000 |" in markdown_table(rows)
 
 
 def test_smooth_is_a_trailing_mean():
@@ -65,15 +68,30 @@ def test_plot_curves_writes_png(runs_dir, tmp_path):
 
 
 @pytest.mark.parametrize(
-    "args,message", [(["--runs-dir", "missing"], "no such folder"), (["--last-episodes", "0"], "at least 1")]
+    "args,message",
+    [
+        (["--runs-dir", "missing"], "no such folder"),
+        (["--last-episodes", "0"], "at least 1"),
+        (["--markdown", "no/such/dir/t.md"], "its folder does not exist"),
+        (["--plot", "no/such/dir/c.png"], "its folder does not exist"),
+        (["--plot", "curves.txt"], "must name a .png file"),
+        (["--runs-dir", "empty"], "no run directories"),
+        (["--runs-dir", "started"], "has logged charts/episodic_return yet"),
+    ],
 )
-def test_cli_bad_input_exits_2(args, message, runs_dir, tmp_path):
+def test_cli_bad_input_exits_2_with_one_line_and_writes_nothing(args, message, runs_dir, tmp_path):
+    (tmp_path / "empty").mkdir()
+    SummaryWriter(str(tmp_path / "started" / "CartPole-v1__ppo__1__100")).close()
     if "--runs-dir" not in args:
         args = ["--runs-dir", str(runs_dir), *args]
+    before = sorted(tmp_path.rglob("*"))
     result = subprocess.run(
         [sys.executable, "-m", "cleanrl_utils.report", *args], cwd=tmp_path, capture_output=True, text=True
     )
-    assert result.returncode == 2 and message in result.stderr
+    assert result.returncode == 2
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("report: ") and message in lines[0]
+    assert sorted(tmp_path.rglob("*")) == before
 
 
 def test_cli_writes_table(runs_dir, tmp_path):
@@ -85,3 +103,4 @@ def test_cli_writes_table(runs_dir, tmp_path):
     )
     assert result.returncode == 0, result.stderr
     assert table.read_text() == result.stdout
+    assert "left out" in result.stderr and "CartPole-v1__ppo__3__103" in result.stderr
