@@ -181,6 +181,9 @@ def validation_error(args):
         return f"--seed must be in [0, 2**32 - 1], got {args.seed}"
     if "/" in args.exp_name or "__" in args.exp_name or not args.exp_name:
         return f"--exp-name {args.exp_name!r} must be non-empty, without '/' or '__' (they split run names)"
+    run_name_bytes = len(f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}".encode())
+    if run_name_bytes > 255:
+        return f"the run name would be {run_name_bytes} bytes, more than a folder name can hold (255); shorten --exp-name"
     for name in ("num_envs", "num_steps", "num_minibatches", "update_epochs"):
         if getattr(args, name) < 1:
             return f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}"
@@ -197,14 +200,15 @@ def validation_error(args):
     for name in ("gamma", "gae_lambda"):
         if not 0.0 <= getattr(args, name) <= 1.0:
             return f"--{name.replace('_', '-')} must be in [0, 1], got {getattr(args, name)}"
+    float32_max = float(np.finfo(np.float32).max)  # the update computes in float32
     for name in ("learning_rate", "clip_coef", "max_grad_norm"):
-        if not getattr(args, name) > 0.0:
-            return f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}"
+        if not 0.0 < getattr(args, name) <= float32_max:
+            return f"--{name.replace('_', '-')} must be positive and finite in float32, got {getattr(args, name)}"
     for name in ("ent_coef", "vf_coef"):
-        if not getattr(args, name) >= 0.0:
-            return f"--{name.replace('_', '-')} must be non-negative, got {getattr(args, name)}"
-    if args.target_kl is not None and not args.target_kl > 0.0:
-        return f"--target-kl must be positive, got {args.target_kl}"
+        if not 0.0 <= getattr(args, name) <= float32_max:
+            return f"--{name.replace('_', '-')} must be non-negative and finite in float32, got {getattr(args, name)}"
+    if args.target_kl is not None and not 0.0 < args.target_kl <= float32_max:
+        return f"--target-kl must be positive and finite in float32, got {args.target_kl}"
     if args.upload_model:
         return "--upload-model is not available yet; use --save-model and upload runs/<run_name>/ yourself"
     if args.capture_video:
