@@ -13,15 +13,26 @@ envs=${ENVS:-"CartPole-v1 Acrobot-v1 MountainCar-v0"}
 seeds=${SEEDS:-"1 2 3"}
 steps=${STEPS:-500000}
 workers=${WORKERS:-2}
-mkdir -p "$out"
+if [ -n "$(ls -A "$out/runs" 2>/dev/null)" ]; then
+  echo "ppo.sh: $out/runs already holds runs, which would mix into this table; set OUT to a new folder" >&2
+  exit 2
+fi
+mkdir -p "$out" "$results"
+out=$(cd "$out" && pwd)
+results=$(cd "$results" && pwd)
 cd "$out"
 
-for env_id in $envs; do
+if ! for env_id in $envs; do
   for seed in $seeds; do
     echo "$env_id $seed"
   done
 done | PY="$python" REPO="$repo" STEPS="$steps" EXTRA="$*" OMP_NUM_THREADS=1 xargs -P "$workers" -L 1 sh -c \
   '"$PY" "$REPO/cleanrl/ppo.py" --env-id "$0" --seed "$1" --total-timesteps "$STEPS" --no-cuda $EXTRA > "log-$0-$1.txt" 2>&1 && echo "done: $0 seed $1"'
+then
+  echo "ppo.sh: a run failed; the end of its log:" >&2
+  grep -L -s "^global_step=" log-*.txt | head -n 1 | xargs tail -n 3 >&2
+  exit 1
+fi
 
 "$python" -m cleanrl_utils.report --runs-dir "$out/runs" \
   --markdown "$results/ppo_classic_control_table.md" --plot "$results/ppo_classic_control.png"

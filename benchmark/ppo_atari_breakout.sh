@@ -10,7 +10,13 @@ python=${PYTHON:-$repo/.venv/bin/python}
 out=${OUT:-$repo/benchmark/out/ppo_atari}
 results=${RESULTS:-$repo/benchmark/results}
 steps=${STEPS:-500000}
-mkdir -p "$out"
+if [ -n "$(ls -A "$out/runs" 2>/dev/null)" ]; then
+  echo "ppo_atari_breakout.sh: $out/runs already holds runs, which would mix into this table; set OUT to a new folder" >&2
+  exit 2
+fi
+mkdir -p "$out" "$results"
+out=$(cd "$out" && pwd)
+results=$(cd "$results" && pwd)
 cd "$out"
 /usr/bin/time -v "$python" "$repo/cleanrl/ppo_atari.py" --env-id BreakoutNoFrameskip-v4 --total-timesteps "$steps" \
   --save-model "$@" 2>&1 | tee run.log

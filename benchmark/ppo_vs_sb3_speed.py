@@ -26,19 +26,19 @@ sys.path.insert(0, str(REPO))
 from cleanrl_utils.report import find_runs, read_scalars  # noqa: E402
 
 SB3_RUN = r"""
-import sys, tempfile, time
+import sys, time
 import torch.nn as nn
 from stable_baselines3 import PPO
 from stable_baselines3.common.env_util import make_vec_env
 
-total_timesteps, seed = int(sys.argv[1]), int(sys.argv[2])
+total_timesteps, seed, tensorboard_log = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 env = make_vec_env("CartPole-v1", n_envs=4, seed=seed)
 model = PPO(
     "MlpPolicy", env, learning_rate=lambda progress_remaining: 2.5e-4 * progress_remaining,
     n_steps=128, batch_size=128, n_epochs=4, gamma=0.99, gae_lambda=0.95, clip_range=0.2,
     clip_range_vf=0.2, normalize_advantage=True, ent_coef=0.01, vf_coef=0.5, max_grad_norm=0.5,
     policy_kwargs=dict(net_arch=dict(pi=[64, 64], vf=[64, 64]), activation_fn=nn.Tanh, ortho_init=True),
-    tensorboard_log=tempfile.mkdtemp(), device="cpu", seed=seed, verbose=0,
+    tensorboard_log=tensorboard_log, device="cpu", seed=seed, verbose=0,
 )
 start = time.time()
 model.learn(total_timesteps=total_timesteps)
@@ -64,7 +64,24 @@ def run(command, cwd):
     return result.stdout
 
 
+def args_error(args: Args):
+    """The first problem with the command-line values as one line, or None."""
+    if args.rounds < 1:
+        return f"--rounds must be at least 1, got {args.rounds}"
+    if args.total_timesteps < 512:
+        return f"--total-timesteps must be at least one batch (4 envs x 128 steps = 512), got {args.total_timesteps}"
+    if not args.markdown or os.path.isdir(args.markdown):
+        return f"--markdown {args.markdown!r} must name a file"
+    if not os.path.isdir(os.path.dirname(os.path.abspath(args.markdown))):
+        return f"--markdown {args.markdown!r}: its folder does not exist"
+    return None
+
+
 def main(args: Args):
+    error = args_error(args)
+    if error is not None:
+        print(f"ppo_vs_sb3_speed.py: {error}", file=sys.stderr)
+        sys.exit(2)
     ours, sb3 = [], []
     for round_ in range(1, args.rounds + 1):
         with tempfile.TemporaryDirectory() as cwd:
@@ -84,8 +101,9 @@ def main(args: Args):
             )
             (cleanrl_run,) = find_runs(os.path.join(cwd, "runs"))
             ours.append(float(read_scalars(cleanrl_run.path, "charts/SPS")[1][-1]))
-        out = run([sys.executable, "-c", SB3_RUN, str(args.total_timesteps), str(round_)], tempfile.gettempdir())
-        sb3.append(float(out.split("SPS")[-1]))
+        with tempfile.TemporaryDirectory() as cwd:
+            out = run([sys.executable, "-c", SB3_RUN, str(args.total_timesteps), str(round_), cwd], cwd)
+            sb3.append(float(out.split("SPS")[-1]))
         print(f"round {round_}: cleanrl ppo.py {ours[-1]:.0f} SPS, SB3 PPO {sb3[-1]:.0f} SPS", flush=True)
 
     import stable_baselines3

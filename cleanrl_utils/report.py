@@ -35,10 +35,13 @@ def find_runs(runs_dir: str) -> list[Run]:
     """
     runs = []
     for name in sorted(os.listdir(runs_dir)):
-        parts = name.split("__")
-        if len(parts) != 4 or not parts[2].lstrip("-").isdigit() or not os.path.isdir(os.path.join(runs_dir, name)):
+        # seed and time from the right, so an exp_name ending in "_" still parses
+        head, _, tail = name.rpartition("__")
+        head, _, seed = head.rpartition("__")
+        env_id, _, exp_name = head.partition("__")
+        if not (env_id and exp_name and seed.isdigit() and tail.isdigit()) or not os.path.isdir(os.path.join(runs_dir, name)):
             continue
-        runs.append(Run(os.path.join(runs_dir, name), parts[0], parts[1], int(parts[2])))
+        runs.append(Run(os.path.join(runs_dir, name), env_id, exp_name, int(seed)))
     return runs
 
 
@@ -161,8 +164,15 @@ def args_error(args: Args) -> Optional[str]:
     if args.last_episodes < 1:
         return f"--last-episodes must be at least 1, got {args.last_episodes}"
     for flag, path in (("--markdown", args.markdown), ("--plot", args.plot)):
-        if path is not None and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
+        if path is None:
+            continue
+        folder = os.path.dirname(os.path.abspath(path))
+        if not path or os.path.isdir(path):
+            return f"{flag} {path!r} must name a file"
+        if not os.path.isdir(folder):
             return f"{flag} {path!r}: its folder does not exist"
+        if not os.access(folder, os.W_OK):
+            return f"{flag} {path!r}: its folder is not writable"
     if args.plot is not None and not args.plot.endswith(".png"):
         return f"--plot {args.plot!r} must name a .png file"
     return None

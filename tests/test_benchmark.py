@@ -4,6 +4,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from conftest import REPO, script_env
 
 
@@ -57,3 +59,28 @@ def test_sb3_speed_comparison_writes_its_table(tmp_path):
         timeout=600,
     )
     assert "SPS ratio cleanrl / SB3" in markdown.read_text()
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--rounds", "0"], "--rounds must be at least 1"),
+        (["--total-timesteps", "100"], "at least one batch"),
+        (["--markdown", "/no/such/dir/s.md"], "its folder does not exist"),
+    ],
+)
+def test_sb3_speed_comparison_bad_input_exits_2(args, message, tmp_path):
+    result = subprocess.run([sys.executable, "benchmark/ppo_vs_sb3_speed.py", *args], cwd=REPO, capture_output=True, text=True)
+    assert result.returncode == 2 and message in result.stderr
+
+
+def test_ppo_sh_refuses_an_out_folder_that_already_holds_runs(tmp_path):
+    (tmp_path / "out" / "runs" / "CartPole-v1__ppo__1__100").mkdir(parents=True)
+    result = subprocess.run(
+        ["bash", "benchmark/ppo.sh"],
+        cwd=REPO,
+        env=script_env() | {"OUT": str(tmp_path / "out")},
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 2 and "already holds runs" in result.stderr

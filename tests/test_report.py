@@ -24,6 +24,7 @@ def runs_dir(tmp_path):
     write_run(runs, "CartPole-v1__ppo__1__100", [0, 10, 20, 30], sps=1000)
     write_run(runs, "CartPole-v1__ppo__2__101", [0, 10, 40, 50], sps=3000)
     write_run(runs, "ALE-Breakout-v5__ppo_atari__1__102", [1, 2, 3])
+    write_run(runs, "CartPole-v1__sweep___7__104", [5])  # exp_name "sweep_"
     (runs / "not-a-run").mkdir()
     SummaryWriter(str(runs / "CartPole-v1__ppo__3__103")).close()  # started, no episode yet
     return runs
@@ -36,6 +37,7 @@ def test_find_runs_parses_run_names(runs_dir):
         ("CartPole-v1", "ppo", 1),
         ("CartPole-v1", "ppo", 2),
         ("CartPole-v1", "ppo", 3),
+        ("CartPole-v1", "sweep_", 7),
     ]
 
 
@@ -75,6 +77,8 @@ def test_plot_curves_writes_png(runs_dir, tmp_path):
         (["--markdown", "no/such/dir/t.md"], "its folder does not exist"),
         (["--plot", "no/such/dir/c.png"], "its folder does not exist"),
         (["--plot", "curves.txt"], "must name a .png file"),
+        (["--markdown", "empty"], "must name a file"),
+        (["--markdown", ""], "must name a file"),
         (["--runs-dir", "empty"], "no run directories"),
         (["--runs-dir", "started"], "has logged charts/episodic_return yet"),
     ],
