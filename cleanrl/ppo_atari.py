@@ -150,10 +150,8 @@ class FireResetEnv(gym.Wrapper):
 
 
 def make_atari(env_id, render_mode=None):
-    # v5 (and plain v4) ids skip frames inside ALE; frames are skipped once here, by MaxAndSkip.
-    if gym.spec(env_id).kwargs.get("frameskip", 1) != 1:
-        return gym.make(env_id, frameskip=1, render_mode=render_mode)
-    return gym.make(env_id, render_mode=render_mode)
+    # v5 (and plain v4) ids skip frames inside ALE; here frames are skipped once, by MaxAndSkip
+    return gym.make(env_id, frameskip=1, render_mode=render_mode)
 
 
 def make_env(env_id, idx, capture_video, run_name):
@@ -384,11 +382,10 @@ if __name__ == "__main__":
 
     envs = make_vector_env(args.env_id, args.num_envs, args.capture_video, run_name)
     envs.action_space.seed(args.seed)
-    spec_kwargs = gym.spec(args.env_id).kwargs
+    game = envs.envs[0].unwrapped
     print(
         f"{args.env_id}: frame skip 4 (MaxAndSkip), sticky-action probability "
-        f"{spec_kwargs.get('repeat_action_probability', 0.0)}, FIRE on reset: "
-        f"{'FIRE' in envs.envs[0].unwrapped.get_action_meanings()}"
+        f"{game.ale.getFloat('repeat_action_probability'):g}, FIRE on reset: {'FIRE' in game.get_action_meanings()}"
     )
 
     agent = Agent(envs.single_action_space.n).to(device)
