@@ -5,22 +5,11 @@
 # Runs land in $OUT/runs (default benchmark/out/ppo); the generated table and curves in $RESULTS
 # (default benchmark/results/) as ppo_classic_control_table.md and ppo_classic_control.png.
 set -euo pipefail
-repo=$(cd "$(dirname "$0")/.." && pwd)
-python=${PYTHON:-$repo/.venv/bin/python}
-out=${OUT:-$repo/benchmark/out/ppo}
-results=${RESULTS:-$repo/benchmark/results}
 envs=${ENVS:-"CartPole-v1 Acrobot-v1 MountainCar-v0"}
 seeds=${SEEDS:-"1 2 3"}
 steps=${STEPS:-500000}
 workers=${WORKERS:-2}
-if [ -n "$(ls -A "$out/runs" 2>/dev/null)" ]; then
-  echo "ppo.sh: $out/runs already holds runs, which would mix into this table; set OUT to a new folder" >&2
-  exit 2
-fi
-mkdir -p "$out" "$results"
-out=$(cd "$out" && pwd)
-results=$(cd "$results" && pwd)
-cd "$out"
+source "$(dirname "$0")/common.sh" ppo
 
 if ! for env_id in $envs; do
   for seed in $seeds; do

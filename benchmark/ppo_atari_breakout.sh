@@ -5,19 +5,8 @@
 #   bash benchmark/ppo_atari_breakout.sh              # 500k steps, seed 1
 #   STEPS=10000000 bash benchmark/ppo_atari_breakout.sh   # the published 10M-step run
 set -euo pipefail
-repo=$(cd "$(dirname "$0")/.." && pwd)
-python=${PYTHON:-$repo/.venv/bin/python}
-out=${OUT:-$repo/benchmark/out/ppo_atari}
-results=${RESULTS:-$repo/benchmark/results}
 steps=${STEPS:-500000}
-if [ -n "$(ls -A "$out/runs" 2>/dev/null)" ]; then
-  echo "ppo_atari_breakout.sh: $out/runs already holds runs, which would mix into this table; set OUT to a new folder" >&2
-  exit 2
-fi
-mkdir -p "$out" "$results"
-out=$(cd "$out" && pwd)
-results=$(cd "$results" && pwd)
-cd "$out"
+source "$(dirname "$0")/common.sh" ppo_atari
 /usr/bin/time -v "$python" "$repo/cleanrl/ppo_atari.py" --env-id BreakoutNoFrameskip-v4 --total-timesteps "$steps" \
   --save-model "$@" 2>&1 | tee run.log
 grep -E "Maximum resident set size|Elapsed \(wall clock\)" run.log
