@@ -135,11 +135,16 @@ class ReplayBuffer:
         self.pos = 0
         self.size = 0
 
-    def add(self, obs, next_obs, actions, rewards, terminations):
-        """Stores one vector step: arrays with a leading num_envs axis."""
+    def add(self, obs, actions, rewards, terminations, truncations, next_obs, final_obs):
+        """Stores one vector step (arrays with a leading num_envs axis) taken from `obs`.
+
+        `next_obs` is what `envs.step` returned: where an episode ended it already starts the next
+        episode, so the true last observation `final_obs[i]` is stored instead.
+        """
         for i in range(len(actions)):
+            ended = terminations[i] or truncations[i]
             self.obs[self.pos] = obs[i]
-            self.next_obs[self.pos] = next_obs[i]
+            self.next_obs[self.pos] = final_obs[i] if ended else next_obs[i]
             self.actions[self.pos] = actions[i]
             self.rewards[self.pos] = rewards[i]
             self.dones[self.pos] = terminations[i]
@@ -350,18 +355,15 @@ if __name__ == "__main__":
         next_obs, rewards, terminations, truncations, infos = envs.step(actions)
         previous_step, global_step = global_step, global_step + args.num_envs
 
-        # a finished sub-env already shows its next episode's first observation: store the true last one
-        real_next_obs = next_obs.copy()
-        if "final_info" in infos:
-            for i in np.nonzero(terminations | truncations)[0]:
-                real_next_obs[i] = infos["final_obs"][i]
-            if "episode" in infos["final_info"]:
-                episode = infos["final_info"]["episode"]
-                for i in np.nonzero(infos["final_info"]["_episode"])[0]:
-                    recent_returns.append(float(episode["r"][i]))
-                    writer.add_scalar("charts/episodic_return", episode["r"][i], global_step)
-                    writer.add_scalar("charts/episodic_length", episode["l"][i], global_step)
-        rb.add(obs, real_next_obs, actions, rewards, terminations)
+        # where an episode ended, next_obs already starts the next one; the buffer takes the true last
+        # observation from final_obs
+        rb.add(obs, actions, rewards, terminations, truncations, next_obs, infos.get("final_obs"))
+        if "final_info" in infos and "episode" in infos["final_info"]:
+            episode = infos["final_info"]["episode"]
+            for i in np.nonzero(infos["final_info"]["_episode"])[0]:
+                recent_returns.append(float(episode["r"][i]))
+                writer.add_scalar("charts/episodic_return", episode["r"][i], global_step)
+                writer.add_scalar("charts/episodic_length", episode["l"][i], global_step)
         obs = next_obs
 
         if global_step > args.learning_starts:

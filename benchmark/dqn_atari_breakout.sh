@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# A short dqn_atari.py run on BreakoutNoFrameskip-v4 that shows learning has begun: 300k steps with
+# ε annealed over the first half of the run (the default 10% of 10M ends ε-greedy exploration at 1M
+# steps; 10% of 300k would end it before learning starts at 80k). Peak memory from
+# /usr/bin/time -v, then the episodic-return curve and a table (dqn_atari_breakout.png and
+# dqn_atari_breakout_table.md in $RESULTS, default benchmark/results/).
+#   bash benchmark/dqn_atari_breakout.sh
+#   STEPS=10000000 bash benchmark/dqn_atari_breakout.sh --exploration-fraction 0.1   # the published run
+set -euo pipefail
+steps=${STEPS:-300000}
+source "$(dirname "$0")/common.sh" dqn_atari
+/usr/bin/time -v "$python" "$repo/cleanrl/dqn_atari.py" --env-id BreakoutNoFrameskip-v4 --total-timesteps "$steps" \
+  --exploration-fraction 0.5 --save-model "$@" 2>&1 | tee run.log
+grep -E "Maximum resident set size|Elapsed \(wall clock\)" run.log
+"$python" -m cleanrl_utils.report --runs-dir "$out/runs" --last-episodes 20 \
+  --markdown "$results/dqn_atari_breakout_table.md" --plot "$results/dqn_atari_breakout.png"
