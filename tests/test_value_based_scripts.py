@@ -1,0 +1,165 @@
+"""What every value-based script must do (script contract §3, §5, §7), run as a user would: a
+subprocess. Per script: each flag path with a tiny budget, the validation cases, a copy run alone,
+and cadences that fire at their configured rate whatever `--num-envs` is."""
+
+import shutil
+
+import pytest
+import torch
+
+from cleanrl_utils.report import read_scalars
+from conftest import SCRIPTS, check_ok, only_run_dir, run_script, script_env
+
+ATARI_BUFFER = ["--buffer-size", 1000, "--batch-size", 8]
+CLASSIC_BUFFER = ["--buffer-size", 500, "--batch-size", 32]
+# a tiny budget per script: a few hundred env steps with learning from the start
+TINY = {
+    "dqn.py": ["--total-timesteps", 700, "--learning-starts", 200, "--train-frequency", 1, *CLASSIC_BUFFER],
+    "c51.py": ["--total-timesteps", 700, "--learning-starts", 200, "--train-frequency", 1, *CLASSIC_BUFFER],
+    "pqn.py": ["--total-timesteps", 512, "--num-envs", 2, "--num-steps", 64],
+    "dqn_atari.py": ["--total-timesteps", 400, "--learning-starts", 200, "--train-frequency", 1, *ATARI_BUFFER],
+    "c51_atari.py": ["--total-timesteps", 400, "--learning-starts", 200, "--train-frequency", 1, *ATARI_BUFFER],
+    "rainbow_atari.py": ["--total-timesteps", 400, "--learning-starts", 200, "--train-frequency", 1, *ATARI_BUFFER],
+}
+ALL = list(TINY)
+ATARI = [s for s in ALL if "atari" in s]
+TAGS = {
+    "dqn.py": ["losses/td_loss", "losses/q_values", "charts/epsilon", "charts/SPS"],
+    "c51.py": ["losses/loss", "losses/q_values", "charts/epsilon", "charts/SPS"],
+    "pqn.py": ["losses/td_loss", "losses/q_values", "charts/epsilon", "charts/learning_rate", "charts/SPS"],
+    "dqn_atari.py": ["losses/td_loss", "losses/q_values", "charts/epsilon", "charts/SPS"],
+    "c51_atari.py": ["losses/loss", "losses/q_values", "charts/epsilon", "charts/SPS"],
+    "rainbow_atari.py": ["losses/loss", "losses/q_values", "charts/beta", "charts/SPS"],
+}
+
+
+@pytest.mark.parametrize("script", ALL)
+def test_default_flags(script, workdir):
+    result = run_script(script, *TINY[script], cwd=workdir)
+    check_ok(result)
+    assert "global_step=" in result.stdout and "SPS=" in result.stdout
+    run_dir = only_run_dir(workdir)
+    for tag in TAGS[script]:
+        assert len(read_scalars(str(run_dir), tag)[0]) >= 1, tag
+    assert len(read_scalars(str(run_dir), "charts/episodic_return")[0]) >= 1
+    assert not (workdir / "videos").exists()
+    if script in ATARI:
+        assert "replay buffer: 1000 frames x 7074 B" in result.stdout
+
+
+@pytest.mark.parametrize("script", ALL)
+def test_capture_video(script, workdir):
+    check_ok(run_script(script, *TINY[script], "--capture-video", cwd=workdir))
+    run_dir = only_run_dir(workdir)
+    videos = list((workdir / "videos" / run_dir.name).glob("*.mp4"))
+    assert videos and all(v.stat().st_size > 0 for v in videos)
+
+
+@pytest.mark.parametrize("script", ALL)
+def test_save_model_then_evaluate(script, workdir):
+    check_ok(run_script(script, *TINY[script], "--save-model", cwd=workdir))
+    run_dir = only_run_dir(workdir)
+    checkpoint = torch.load(run_dir / f"{script[:-3]}.cleanrl_model", map_location="cpu", weights_only=True)
+    assert checkpoint["args"]["seed"] == 1 and checkpoint["args"]["env_id"]
+    assert all(isinstance(v, torch.Tensor) for v in checkpoint["model"].values())
+    steps, returns = read_scalars(str(run_dir), "eval/episodic_return")
+    assert list(steps) == list(range(10)) and len(returns) == 10
+
+
+@pytest.mark.parametrize("script", ALL)
+def test_track_offline(script, workdir):
+    env = script_env() | {"WANDB_MODE": "offline"}
+    check_ok(run_script(script, *TINY[script], "--track", cwd=workdir, env=env))
+    (offline_run,) = (workdir / "wandb").glob("offline-run-*")
+    assert list(offline_run.glob("*.wandb"))
+
+
+@pytest.mark.parametrize("script", ALL)
+def test_copied_file_runs_alone(script, tmp_path):
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    shutil.copy(SCRIPTS / script, alone / script)
+    check_ok(run_script(alone / script, *TINY[script], cwd=alone))
+    assert len(list((alone / "runs").iterdir())) == 1
+
+
+@pytest.mark.parametrize("script", ["dqn.py", "c51.py"])
+def test_cadences_do_not_depend_on_num_envs(script, workdir):
+    # 1800 env steps past learning_starts at one gradient step per 2 env steps: 900 updates, logged
+    # every 100, whether the steps come one at a time or four at a time
+    points = []
+    for num_envs in (1, 4):
+        run_dir = workdir / str(num_envs)
+        run_dir.mkdir()
+        flags = ["--total-timesteps", 2000, "--learning-starts", 200, "--train-frequency", 2, "--num-envs", num_envs]
+        check_ok(run_script(script, *flags, "--buffer-size", 1000, "--batch-size", 16, cwd=run_dir))
+        steps, _ = read_scalars(str(only_run_dir(run_dir)), TAGS[script][0])
+        points.append(len(steps))
+    assert points == [9, 9]
+
+
+def test_rounding_to_whole_vector_steps_says_so(workdir):
+    result = run_script("dqn.py", *TINY["dqn.py"][2:], "--total-timesteps", 701, "--num-envs", 2, cwd=workdir)
+    check_ok(result)
+    assert "running 700 steps: --total-timesteps rounded down to whole vector steps" in result.stdout
+
+
+def test_non_finite_loss_stops_the_run_with_its_step(workdir):
+    # rewards scaled past float32 by a huge learning rate blow up the Q-values within a few updates
+    result = run_script("dqn.py", *TINY["dqn.py"], "--learning-rate", 1e38, cwd=workdir)
+    assert result.returncode == 1, result.stderr
+    (line,) = [x for x in result.stderr.splitlines() if "non-finite loss" in x]
+    assert line.startswith("dqn.py: non-finite loss at global_step ") and line.endswith("; stopping")
+    assert only_run_dir(workdir).exists()
+
+
+WRONG_SPACE = {
+    "dqn.py": ("Pendulum-v1", "dqn.py supports Discrete action spaces; Pendulum-v1 has Box(-2.0, 2.0, (1,), float32)"),
+    "c51.py": ("Pendulum-v1", "c51.py supports Discrete action spaces; Pendulum-v1 has Box(-2.0, 2.0, (1,), float32)"),
+    "pqn.py": ("Pendulum-v1", "pqn.py supports Discrete action spaces; Pendulum-v1 has Box(-2.0, 2.0, (1,), float32)"),
+}
+WRONG_SPACE |= {s: ("CartPole-v1", "CartPole-v1 is not an ale-py Atari game") for s in ATARI}
+UNKNOWN_ENV = {s: "BreakoutNoFrameskip-v9" if s in ATARI else "CartPol-v1" for s in ALL}
+COMMON_BAD = [
+    (["--gamma", 1.5], "--gamma must be in [0, 1]"),
+    (["--end-e", -0.1], "--end-e must be in [0, 1]"),
+    (["--exploration-fraction", 2], "--exploration-fraction must be in [0, 1]"),
+    (["--learning-rate", 0], "--learning-rate must be positive and finite in float32, got 0.0"),
+    (["--learning-rate", "nan"], "--learning-rate must be positive and finite in float32, got nan"),
+    (["--num-envs", 0], "--num-envs must be at least 1, got 0"),
+    (["--exp-name", "x" * 300], "more than a folder name can hold (255); shorten --exp-name"),
+    (["--upload-model"], "--upload-model is not available yet"),
+    (["--seed", -1], "--seed must be in [0, 2**32 - 1]"),
+    (["--exp-name", "sweep/a"], "--exp-name 'sweep/a' must be non-empty, without '/' or '__'"),
+    (["--env-id", "no_such_module:Foo-v0"], "cannot make 'no_such_module:Foo-v0': No module named 'no_such_module'"),
+]
+OFF_POLICY_BAD = [
+    (["--buffer-size", 16, "--batch-size", 32], "--buffer-size 16 is smaller than one batch (--batch-size 32)"),
+    (["--total-timesteps", 1000, "--learning-starts", 1000], "does not exceed --learning-starts 1000"),
+    (["--train-frequency", 0], "--train-frequency must be at least 1"),
+]
+DISTRIBUTIONAL_BAD = [
+    (["--n-atoms", 1], "--n-atoms must be at least 2"),
+    (["--v-min", 10, "--v-max", -10], "--v-min"),
+]
+CASES = [(s, list(f), m) for s in ALL for f, m in COMMON_BAD]
+CASES += [(s, list(f), m) for s in ALL if s != "pqn.py" for f, m in OFF_POLICY_BAD]
+CASES += [(s, list(f), m) for s in ("c51.py", "c51_atari.py", "rainbow_atari.py") for f, m in DISTRIBUTIONAL_BAD]
+CASES += [(s, ["--tau", 0], "--tau must be in (0, 1]") for s in ("dqn.py", "dqn_atari.py")]
+CASES += [(s, ["--env-id", env_id], m) for s, (env_id, m) in WRONG_SPACE.items()]
+CASES += [(s, ["--env-id", env_id], "doesn't exist") for s, env_id in UNKNOWN_ENV.items()]
+CASES += [(s, ["--buffer-size", 10**13], "lower --buffer-size") for s in ATARI]
+CASES += [
+    ("pqn.py", ["--num-minibatches", 3], "does not split into --num-minibatches 3"),
+    ("pqn.py", ["--total-timesteps", 10], "below one batch"),
+    ("pqn.py", ["--q-lambda", 1.5], "--q-lambda must be in [0, 1]"),
+]
+
+
+@pytest.mark.parametrize("script,flags,message", CASES, ids=[f"{s}:{' '.join(map(str, f))}" for s, f, _ in CASES])
+def test_bad_input_exits_2_with_one_line_and_creates_nothing(script, flags, message, workdir):
+    result = run_script(script, *flags, "--capture-video", "--track", "--save-model", cwd=workdir, timeout=120)
+    assert result.returncode == 2, result.stderr
+    error_lines = [line for line in result.stderr.splitlines() if line.startswith(script)]
+    assert len(error_lines) == 1 and message in error_lines[0], result.stderr
+    assert sorted(p.name for p in workdir.iterdir()) == [], "a rejected run must leave nothing behind"
