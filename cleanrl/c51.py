@@ -1,0 +1,481 @@
+# Categorical DQN (C51) for Discrete actions on vector observations (classic control).
+# Paper: Bellemare, Dabney & Munos 2017, "A Distributional Perspective on Reinforcement Learning"
+# (ICML, arXiv:1707.06887). The Q-network predicts, for every action, a probability mass over
+# `n_atoms` fixed returns evenly spaced on [v_min, v_max]; the target distribution r + γ Z(s', a*)
+# is projected back onto that support and the network is trained by cross-entropy against it.
+# Defaults are CleanRL's published classic-control ones (101 atoms on [-100, 100], 10k replay
+# buffer, batch 128, Adam lr 2.5e-4 with eps 0.01 / batch, hard target copy every 500 steps,
+# ε 1 → 0.05 over half the run, learning starts at 10k, a gradient step every 10 env steps,
+# a 120-84 ReLU MLP).
+# Deliberate differences from the paper: the classic-control support and network above instead
+# of the Atari ones (51 atoms on [-10, 10], Nature CNN); an episode cut by a time limit is not
+# terminal: its transition stores the true final observation as next_obs and bootstraps from it.
+# Evaluation acts ε-greedily with ε = 0.05.
+import os
+import random
+import sys
+import time
+from collections import deque
+from dataclasses import dataclass
+from typing import Optional
+
+import gymnasium as gym
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.optim as optim
+from torch.utils.tensorboard import SummaryWriter
+
+
+@dataclass
+class Args:
+    exp_name: str = os.path.basename(__file__)[: -len(".py")]
+    """the name of this experiment"""
+    seed: int = 1
+    """seed of the experiment"""
+    torch_deterministic: bool = True
+    """if toggled, `torch.backends.cudnn.deterministic=True`"""
+    cuda: bool = True
+    """if toggled, cuda will be used when available"""
+    track: bool = False
+    """if toggled, this experiment will be tracked with Weights and Biases"""
+    wandb_project_name: str = "cleanRL"
+    """the wandb's project name"""
+    wandb_entity: Optional[str] = None
+    """the entity (team) of wandb's project"""
+    capture_video: bool = False
+    """whether to capture videos of the agent performances (check out `videos` folder)"""
+    save_model: bool = False
+    """whether to save the model into `runs/{run_name}` and evaluate it for 10 episodes"""
+    upload_model: bool = False
+    """whether to upload the saved model to the Hugging Face Hub (not available yet)"""
+    hf_entity: str = ""
+    """the user or org name of the model repository on the Hugging Face Hub"""
+
+    env_id: str = "CartPole-v1"
+    """the id of the environment"""
+    total_timesteps: int = 500000
+    """total environment steps of the experiment"""
+    learning_rate: float = 2.5e-4
+    """the learning rate of the optimizer"""
+    num_envs: int = 1
+    """the number of parallel game environments"""
+    n_atoms: int = 101
+    """the number of atoms (support points) of each return distribution"""
+    v_min: float = -100
+    """the lowest return of the support"""
+    v_max: float = 100
+    """the highest return of the support"""
+    buffer_size: int = 10000
+    """the replay memory buffer size (transitions)"""
+    gamma: float = 0.99
+    """the discount factor gamma"""
+    target_network_frequency: int = 500
+    """the timesteps it takes to copy the Q-network into the target network"""
+    batch_size: int = 128
+    """the batch size of sample from the replay memory"""
+    start_e: float = 1
+    """the starting epsilon for exploration"""
+    end_e: float = 0.05
+    """the ending epsilon for exploration"""
+    exploration_fraction: float = 0.5
+    """the fraction of `total-timesteps` it takes from start-e to go end-e"""
+    learning_starts: int = 10000
+    """timestep to start learning"""
+    train_frequency: int = 10
+    """the frequency of training (env steps per gradient step)"""
+
+
+def make_env(env_id, idx, capture_video, run_name):
+    def thunk():
+        if capture_video and idx == 0:
+            env = gym.make(env_id, render_mode="rgb_array")
+            env = gym.wrappers.RecordVideo(env, f"videos/{run_name}")
+        else:
+            env = gym.make(env_id)
+        env = gym.wrappers.RecordEpisodeStatistics(env)
+        return env
+
+    return thunk
+
+
+def make_vector_env(env_id, num_envs, capture_video, run_name):
+    # SAME_STEP autoreset: a finished sub-env is reset inside the same `step` call, and its true last
+    # observation comes back in `info["final_obs"]`, so every stored transition is a real one.
+    return gym.vector.SyncVectorEnv(
+        [make_env(env_id, i, capture_video, run_name) for i in range(num_envs)],
+        autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
+    )
+
+
+class QNetwork(nn.Module):
+    def __init__(self, obs_dim, n_actions, n_atoms=101, v_min=-100.0, v_max=100.0):
+        super().__init__()
+        self.n_actions = n_actions
+        self.n_atoms = n_atoms
+        # a buffer, not a parameter: it follows the module to the device and into the saved state_dict
+        self.register_buffer("atoms", torch.linspace(v_min, v_max, steps=n_atoms))
+        self.network = nn.Sequential(
+            nn.Linear(obs_dim, 120),
+            nn.ReLU(),
+            nn.Linear(120, 84),
+            nn.ReLU(),
+            nn.Linear(84, n_actions * n_atoms),
+        )
+
+    def forward(self, x):
+        return self.network(x)
+
+    def get_action(self, x, action=None):
+        """The greedy action (or `action` when given) and its return distribution, (B,) and (B, n_atoms)."""
+        logits = self.network(x).view(len(x), self.n_actions, self.n_atoms)
+        pmfs = torch.softmax(logits, dim=2)
+        if action is None:
+            q_values = (pmfs * self.atoms).sum(2)
+            action = torch.argmax(q_values, dim=1)
+        return action, pmfs[torch.arange(len(x), device=pmfs.device), action]
+
+
+class ReplayBuffer:
+    """A circular buffer of the last `buffer_size` transitions (obs, action, reward, next_obs, done).
+
+    `next_obs` is the observation the action led to: at a time-limit truncation it is the episode's
+    true final observation (not the next episode's first), and `done` is the termination flag only,
+    so truncated transitions still bootstrap. Every stored slot is a whole transition, so any filled
+    slot may be sampled.
+    """
+
+    def __init__(self, buffer_size, obs_shape, device):
+        self.buffer_size = buffer_size
+        self.device = device
+        self.obs = np.zeros((buffer_size,) + obs_shape, dtype=np.float32)
+        self.next_obs = np.zeros((buffer_size,) + obs_shape, dtype=np.float32)
+        self.actions = np.zeros(buffer_size, dtype=np.int64)
+        self.rewards = np.zeros(buffer_size, dtype=np.float32)
+        self.dones = np.zeros(buffer_size, dtype=np.float32)
+        self.pos = 0
+        self.size = 0
+
+    def add(self, obs, next_obs, actions, rewards, terminations):
+        """Stores one vector step: arrays with a leading num_envs axis."""
+        for i in range(len(actions)):
+            self.obs[self.pos] = obs[i]
+            self.next_obs[self.pos] = next_obs[i]
+            self.actions[self.pos] = actions[i]
+            self.rewards[self.pos] = rewards[i]
+            self.dones[self.pos] = terminations[i]
+            self.pos = (self.pos + 1) % self.buffer_size
+            self.size = min(self.size + 1, self.buffer_size)
+
+    def sample(self, batch_size):
+        """`batch_size` transitions drawn uniformly (with replacement) as tensors on the device."""
+        idx = np.random.randint(0, self.size, size=batch_size)
+        return (
+            torch.as_tensor(self.obs[idx], device=self.device),
+            torch.as_tensor(self.actions[idx], device=self.device),
+            torch.as_tensor(self.rewards[idx], device=self.device),
+            torch.as_tensor(self.next_obs[idx], device=self.device),
+            torch.as_tensor(self.dones[idx], device=self.device),
+        )
+
+
+def epsilon_schedule(start_e, end_e, duration, t):
+    """ε at env step `t`: linear from `start_e` to `end_e` over `duration` steps, then `end_e`.
+
+    A zero duration (`--exploration-fraction 0`) means `end_e` from the first step.
+    """
+    if duration <= 0:
+        return end_e
+    return start_e + (end_e - start_e) * min(t / duration, 1.0)
+
+
+def project_distribution(next_pmfs, rewards, dones, gamma, atoms):
+    """The categorical projection of r + γ (1 - done) Z' onto the support `atoms` (Algorithm 1 of the paper).
+
+    `next_pmfs` (B, n_atoms) is the target distribution of the next state's greedy action, `rewards`
+    and `dones` are (B,), `atoms` (n_atoms,) is evenly spaced and increasing. `dones` marks terminal
+    transitions only (all mass then sits at the projection of the reward); a truncated transition
+    bootstraps from its true final observation. Each shifted atom is clamped to [v_min, v_max] and
+    its mass split between the two support points around it in proportion to closeness; an atom
+    that lands exactly on a support point gives it all of its mass. Returns (B, n_atoms) pmfs.
+    """
+    n_atoms = atoms.shape[0]
+    v_min, v_max = atoms[0], atoms[-1]
+    delta_z = (v_max - v_min) / (n_atoms - 1)
+    target_atoms = rewards.unsqueeze(1) + gamma * (1.0 - dones.unsqueeze(1)) * atoms.unsqueeze(0)
+    # position on the support in units of delta_z, in [0, n_atoms - 1]
+    b = ((target_atoms.clamp(v_min, v_max) - v_min) / delta_z).clamp(0, n_atoms - 1)
+    # the upper neighbour is always lower + 1 (clamped at the top), so an integer b puts weight 1 on
+    # `lower` instead of weight 0 on both neighbours
+    lower = b.floor().long()
+    upper = (lower + 1).clamp(max=n_atoms - 1)
+    upper_weight = b - lower
+    target_pmfs = torch.zeros_like(next_pmfs)
+    target_pmfs.scatter_add_(1, lower, next_pmfs * (1.0 - upper_weight))
+    target_pmfs.scatter_add_(1, upper, next_pmfs * upper_weight)
+    return target_pmfs
+
+
+def steps_crossed(previous_step, step, every):
+    """How many multiples of `every` lie in (previous_step, step]: the updates a cadence owes
+    after a vector step took `global_step` from `previous_step` to `step`."""
+    return step // every - previous_step // every
+
+
+def space_error(args, observation_space, action_space):
+    """What the script cannot handle about the env's spaces, as one line, or None."""
+    script = os.path.basename(__file__)
+    if not isinstance(action_space, gym.spaces.Discrete):
+        return f"{script} supports Discrete action spaces; {args.env_id} has {action_space}"
+    if not isinstance(observation_space, gym.spaces.Box) or len(observation_space.shape) != 1:
+        return f"{script} supports 1-D Box observations; {args.env_id} has {observation_space}"
+    return None
+
+
+def validation_error(args):
+    """The first problem with the command-line values as one line, or None when all is well."""
+    if not 0 <= args.seed < 2**32:
+        return f"--seed must be in [0, 2**32 - 1], got {args.seed}"
+    if "/" in args.exp_name or "__" in args.exp_name or not args.exp_name:
+        return f"--exp-name {args.exp_name!r} must be non-empty, without '/' or '__' (they split run names)"
+    run_name_bytes = len(f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}".encode())
+    if run_name_bytes > 255:
+        return f"the run name would be {run_name_bytes} bytes, more than a folder name can hold (255); shorten --exp-name"
+    for name in ("num_envs", "buffer_size", "batch_size", "train_frequency", "target_network_frequency"):
+        if getattr(args, name) < 1:
+            return f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}"
+    if args.n_atoms < 2:
+        return f"--n-atoms must be at least 2 (a support needs two ends), got {args.n_atoms}"
+    if args.buffer_size < args.batch_size:
+        return f"--buffer-size {args.buffer_size} is smaller than one batch (--batch-size {args.batch_size})"
+    if args.learning_starts < 0:
+        return f"--learning-starts must be at least 0, got {args.learning_starts}"
+    if args.total_timesteps <= args.learning_starts:
+        return (
+            f"--total-timesteps {args.total_timesteps} does not exceed --learning-starts {args.learning_starts}, "
+            "so no update would run"
+        )
+    for name in ("gamma", "start_e", "end_e", "exploration_fraction"):
+        if not 0.0 <= getattr(args, name) <= 1.0:
+            return f"--{name.replace('_', '-')} must be in [0, 1], got {getattr(args, name)}"
+    float32_max = float(np.finfo(np.float32).max)  # the update computes in float32
+    if not 0.0 < args.learning_rate <= float32_max:
+        return f"--learning-rate must be positive and finite in float32, got {args.learning_rate}"
+    for name in ("v_min", "v_max"):
+        if not -float32_max <= getattr(args, name) <= float32_max:
+            return f"--{name.replace('_', '-')} must be finite in float32, got {getattr(args, name)}"
+    if not np.float32(args.v_min) < np.float32(args.v_max):  # distinct in float32, so atoms are spaced apart
+        return f"--v-min {args.v_min} must be below --v-max {args.v_max}"
+    if args.v_max - args.v_min > float32_max:
+        return f"the support [--v-min {args.v_min}, --v-max {args.v_max}] is wider than float32 can hold"
+    if args.upload_model:
+        return "--upload-model is not available yet; use --save-model and upload runs/<run_name>/ yourself"
+    if args.capture_video:
+        try:
+            import moviepy  # noqa: F401
+        except ImportError:
+            return "--capture-video needs moviepy (pip install moviepy)"
+    return None
+
+
+def evaluate(model_path, eval_episodes, run_name, device, epsilon=0.05, capture_video=False):
+    """Runs the saved Q-network ε-greedily for `eval_episodes` episodes; returns their episodic returns."""
+    checkpoint = torch.load(model_path, map_location=device, weights_only=True)
+    saved = checkpoint["args"]
+    envs = make_vector_env(saved["env_id"], 1, capture_video, f"{run_name}-eval")
+    envs.action_space.seed(saved["seed"] + 100_000)
+    q_network = QNetwork(
+        envs.single_observation_space.shape[0],
+        envs.single_action_space.n,
+        n_atoms=saved["n_atoms"],
+        v_min=saved["v_min"],
+        v_max=saved["v_max"],
+    ).to(device)
+    q_network.load_state_dict(checkpoint["model"])
+    q_network.eval()
+    obs, _ = envs.reset(seed=saved["seed"] + 100_000)
+    episodic_returns = []
+    while len(episodic_returns) < eval_episodes:
+        if random.random() < epsilon:
+            actions = envs.action_space.sample()
+        else:
+            with torch.no_grad():
+                actions, _ = q_network.get_action(torch.as_tensor(obs, dtype=torch.float32, device=device))
+            actions = actions.cpu().numpy()
+        obs, _, _, _, infos = envs.step(actions)
+        if "final_info" in infos and "episode" in infos["final_info"]:
+            episodic_returns.append(float(infos["final_info"]["episode"]["r"][0]))
+    envs.close()
+    return episodic_returns
+
+
+if __name__ == "__main__":
+    import tyro
+
+    args = tyro.cli(Args)
+    if args.capture_video:
+        os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # rgb_array rendering needs no display
+    # command-line values first, then the env (making it can already write files, e.g. MuJoCo's log)
+    error = validation_error(args)
+    if error is None:
+        try:
+            probe_env = gym.make(args.env_id)
+        except Exception as e:  # unknown ids, missing modules or extras: all mean this env cannot be made
+            error = f"cannot make {args.env_id!r}: {e}"
+        else:
+            error = space_error(args, probe_env.observation_space, probe_env.action_space)
+            probe_env.close()
+    if error is not None:
+        print(f"{os.path.basename(__file__)}: {error}", file=sys.stderr)
+        sys.exit(2)
+    num_iterations = args.total_timesteps // args.num_envs
+    if args.total_timesteps % args.num_envs != 0:
+        print(f"running {num_iterations * args.num_envs} steps: --total-timesteps rounded down to whole vector steps")
+
+    random.seed(args.seed)
+    np.random.seed(args.seed)
+    torch.manual_seed(args.seed)
+    torch.backends.cudnn.deterministic = args.torch_deterministic
+    device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
+
+    run_time = int(time.time())
+    while True:  # another run that started in the same second already owns that name: take the next second
+        run_name = f"{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"
+        try:
+            os.makedirs(f"runs/{run_name}")
+            break
+        except FileExistsError:
+            run_time += 1
+    if args.track:
+        import wandb
+
+        wandb.init(
+            project=args.wandb_project_name,
+            entity=args.wandb_entity,
+            sync_tensorboard=True,
+            config=vars(args),
+            name=run_name,
+            save_code=True,
+        )
+    writer = SummaryWriter(f"runs/{run_name}")
+    writer.add_text(
+        "hyperparameters",
+        "|param|value|\n|-|-|\n" + "\n".join(f"|{key}|{value}|" for key, value in vars(args).items()),
+    )
+    uploaded_videos = set()
+
+    def upload_new_videos(video_dir):
+        # W&B gets each finished video once, explicitly (gym's RecordVideo has no W&B hook).
+        if args.track and os.path.isdir(video_dir):
+            for name in sorted(os.listdir(video_dir)):
+                if name.endswith(".mp4") and name not in uploaded_videos:
+                    uploaded_videos.add(name)
+                    wandb.log({"videos": wandb.Video(os.path.join(video_dir, name), format="mp4")})
+
+    envs = make_vector_env(args.env_id, args.num_envs, args.capture_video, run_name)
+    envs.action_space.seed(args.seed)
+
+    network_shape = dict(
+        obs_dim=envs.single_observation_space.shape[0],
+        n_actions=envs.single_action_space.n,
+        n_atoms=args.n_atoms,
+        v_min=args.v_min,
+        v_max=args.v_max,
+    )
+    q_network = QNetwork(**network_shape).to(device)
+    # the paper's Adam epsilon, scaled to the batch (0.01 / 32 on Atari)
+    optimizer = optim.Adam(q_network.parameters(), lr=args.learning_rate, eps=0.01 / args.batch_size)
+    target_network = QNetwork(**network_shape).to(device)
+    target_network.load_state_dict(q_network.state_dict())
+
+    rb = ReplayBuffer(args.buffer_size, envs.single_observation_space.shape, device)
+    exploration_steps = args.exploration_fraction * args.total_timesteps
+
+    global_step = 0
+    num_updates = 0
+    start_time = time.time()
+    last_print = start_time
+    recent_returns = deque(maxlen=20)
+    obs, _ = envs.reset(seed=args.seed)
+    for iteration in range(num_iterations):
+        epsilon = epsilon_schedule(args.start_e, args.end_e, exploration_steps, global_step)
+        # ε-greedy per sub-env; the network is only asked when some sub-env acts greedily
+        explore = np.random.random(args.num_envs) < epsilon
+        actions = envs.action_space.sample()
+        if not explore.all():
+            with torch.no_grad():
+                greedy, _ = q_network.get_action(torch.as_tensor(obs, dtype=torch.float32, device=device))
+            actions = np.where(explore, actions, greedy.cpu().numpy())
+
+        next_obs, rewards, terminations, truncations, infos = envs.step(actions)
+        previous_step, global_step = global_step, global_step + args.num_envs
+
+        # a finished sub-env already shows its next episode's first observation: store the true last one
+        real_next_obs = next_obs.copy()
+        if "final_info" in infos:
+            for i in np.nonzero(terminations | truncations)[0]:
+                real_next_obs[i] = infos["final_obs"][i]
+            if "episode" in infos["final_info"]:
+                episode = infos["final_info"]["episode"]
+                for i in np.nonzero(infos["final_info"]["_episode"])[0]:
+                    recent_returns.append(float(episode["r"][i]))
+                    writer.add_scalar("charts/episodic_return", episode["r"][i], global_step)
+                    writer.add_scalar("charts/episodic_length", episode["l"][i], global_step)
+        rb.add(obs, real_next_obs, actions, rewards, terminations)
+        obs = next_obs
+
+        if global_step > args.learning_starts:
+            # updates owed for the env steps past learning_starts that this vector step covered
+            for _ in range(steps_crossed(max(previous_step, args.learning_starts), global_step, args.train_frequency)):
+                b_obs, b_actions, b_rewards, b_next_obs, b_dones = rb.sample(args.batch_size)
+                with torch.no_grad():
+                    _, next_pmfs = target_network.get_action(b_next_obs)
+                    target_pmfs = project_distribution(next_pmfs, b_rewards, b_dones, args.gamma, target_network.atoms)
+                _, old_pmfs = q_network.get_action(b_obs, b_actions)
+                # cross-entropy; the clamp keeps log() finite where the network puts (almost) no mass
+                loss = -(target_pmfs * torch.log(old_pmfs.clamp(min=1e-5, max=1 - 1e-5))).sum(-1).mean()
+                # one sync per gradient step: stop before a non-finite loss reaches the weights
+                if not torch.isfinite(loss):
+                    script = os.path.basename(__file__)
+                    print(f"{script}: non-finite loss at global_step {global_step}; stopping", file=sys.stderr)
+                    writer.close()
+                    envs.close()
+                    sys.exit(1)
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                num_updates += 1
+
+                if num_updates % 100 == 0:
+                    sps = int(global_step / (time.time() - start_time))
+                    old_val = (old_pmfs.detach() * q_network.atoms).sum(1)
+                    writer.add_scalar("losses/loss", loss.item(), global_step)
+                    writer.add_scalar("losses/q_values", old_val.mean().item(), global_step)
+                    writer.add_scalar("charts/epsilon", epsilon, global_step)
+                    writer.add_scalar("charts/SPS", sps, global_step)
+
+            # a hard copy: several owed copies in one vector step are the same single copy
+            if steps_crossed(previous_step, global_step, args.target_network_frequency) > 0:
+                target_network.load_state_dict(q_network.state_dict())
+
+        if time.time() - last_print > 10 or iteration == num_iterations - 1:
+            last_print = time.time()
+            sps = int(global_step / (time.time() - start_time))
+            recent = f"{np.mean(recent_returns):.2f}" if recent_returns else "n/a"
+            print(f"global_step={global_step}, episodic_return(last {len(recent_returns)})={recent}, SPS={sps}", flush=True)
+            upload_new_videos(f"videos/{run_name}")
+
+    if args.save_model:
+        model_path = f"runs/{run_name}/{args.exp_name}.cleanrl_model"
+        torch.save({"model": q_network.state_dict(), "args": vars(args)}, model_path)
+        print(f"model saved to {model_path}")
+        episodic_returns = evaluate(model_path, 10, run_name, device, epsilon=0.05, capture_video=args.capture_video)
+        for idx, episodic_return in enumerate(episodic_returns):
+            writer.add_scalar("eval/episodic_return", episodic_return, idx)
+        print(f"eval/episodic_return over {len(episodic_returns)} episodes: {np.mean(episodic_returns):.2f}")
+        upload_new_videos(f"videos/{run_name}-eval")
+
+    envs.close()
+    writer.close()
+    if args.track:
+        wandb.finish()
