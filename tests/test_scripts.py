@@ -1,7 +1,8 @@
-"""What every PPO script must do (script contract §3, §5, §7), run as a user would: a subprocess.
+"""What every script must do (script contract §3, §5, §7), run as a user would: a subprocess.
 
-Per script: each flag path with a tiny budget, the validation cases, and a run of the file copied
-alone into an empty folder.
+Every script: the --capture-video, --save-model and --track paths with a tiny budget, and a run of the
+file copied alone into an empty folder. PPO scripts: their default flags and validation cases (the
+value-based ones have theirs in test_value_based_scripts.py).
 """
 
 import shutil
@@ -10,21 +11,15 @@ import time
 import pytest
 import torch
 
+from budgets import PPO_TINY, TINY, VIDEO_ENV
 from cleanrl_utils.report import read_scalars
 from conftest import SCRIPTS, check_ok, only_run_dir, run_script, script_env
 
-# a tiny budget per script: two iterations of a small batch
-TINY = {
-    "ppo.py": ["--total-timesteps", 256, "--num-envs", 2, "--num-steps", 64],
-    "ppo_atari.py": ["--total-timesteps", 128, "--num-envs", 2, "--num-steps", 32, "--update-epochs", 1],
-    "ppo_continuous_action.py": ["--total-timesteps", 256, "--num-steps", 128, "--num-minibatches", 4],
-}
-ALL = list(TINY)
-# MuJoCo renders slowly on the CPU: film short InvertedPendulum episodes rather than HalfCheetah's 1000 steps
-VIDEO_ENV = {"ppo_continuous_action.py": ["--env-id", "InvertedPendulum-v5"]}
+ALL = list(TINY)  # every script but qdagger, whose teacher tests/test_qdagger.py makes
+PPO = list(PPO_TINY)
 
 
-@pytest.mark.parametrize("script", ALL)
+@pytest.mark.parametrize("script", PPO)
 def test_default_flags(script, workdir):
     result = run_script(script, *TINY[script], cwd=workdir)
     check_ok(result)
@@ -149,7 +144,7 @@ COMMON_BAD = [
     (["--exp-name", "sweep/a"], "--exp-name 'sweep/a' must be non-empty, without '/' or '__'"),
     (["--env-id", "no_such_module:Foo-v0"], "cannot make 'no_such_module:Foo-v0': No module named 'no_such_module'"),
 ]
-CASES = [(s, list(flags), message) for s in ALL for flags, message in COMMON_BAD]
+CASES = [(s, list(flags), message) for s in PPO for flags, message in COMMON_BAD]
 CASES += [(s, [flag, env_id], message) for s, cases in WRONG_SPACE.items() for flag, env_id, message in cases]
 CASES += [(s, ["--env-id", env_id], "doesn't exist") for s, env_id in UNKNOWN_ENV.items()]
 

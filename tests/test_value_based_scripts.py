@@ -1,26 +1,14 @@
 """What every value-based script must do (script contract §3, §5, §7), run as a user would: a
-subprocess. Per script: each flag path with a tiny budget, the validation cases, a copy run alone,
-and cadences that fire at their configured rate whatever `--num-envs` is."""
-
-import shutil
+subprocess. Per script: its default flags with a tiny budget and the validation cases; cadences that
+fire at their configured rate whatever `--num-envs` is. (The --capture-video, --save-model, --track
+and copy-alone paths of every script are in test_scripts.py.)"""
 
 import pytest
-import torch
 
+from budgets import VALUE_BASED_TINY as TINY
 from cleanrl_utils.report import read_scalars
-from conftest import SCRIPTS, check_ok, only_run_dir, run_script, script_env
+from conftest import check_ok, only_run_dir, run_script
 
-ATARI_BUFFER = ["--buffer-size", 1000, "--batch-size", 8]
-CLASSIC_BUFFER = ["--buffer-size", 500, "--batch-size", 32]
-# a tiny budget per script: a few hundred env steps with learning from the start
-TINY = {
-    "dqn.py": ["--total-timesteps", 700, "--learning-starts", 200, "--train-frequency", 1, *CLASSIC_BUFFER],
-    "c51.py": ["--total-timesteps", 700, "--learning-starts", 200, "--train-frequency", 1, *CLASSIC_BUFFER],
-    "pqn.py": ["--total-timesteps", 512, "--num-envs", 2, "--num-steps", 64],
-    "dqn_atari.py": ["--total-timesteps", 400, "--learning-starts", 200, "--train-frequency", 1, *ATARI_BUFFER],
-    "c51_atari.py": ["--total-timesteps", 400, "--learning-starts", 200, "--train-frequency", 1, *ATARI_BUFFER],
-    "rainbow_atari.py": ["--total-timesteps", 400, "--learning-starts", 200, "--train-frequency", 1, *ATARI_BUFFER],
-}
 ALL = list(TINY)
 ATARI = [s for s in ALL if "atari" in s]
 TAGS = {
@@ -45,42 +33,6 @@ def test_default_flags(script, workdir):
     assert not (workdir / "videos").exists()
     if script in ATARI:
         assert "replay buffer: 1000 frames " in result.stdout and "GiB when full" in result.stdout
-
-
-@pytest.mark.parametrize("script", ALL)
-def test_capture_video(script, workdir):
-    check_ok(run_script(script, *TINY[script], "--capture-video", cwd=workdir))
-    run_dir = only_run_dir(workdir)
-    videos = list((workdir / "videos" / run_dir.name).glob("*.mp4"))
-    assert videos and all(v.stat().st_size > 0 for v in videos)
-
-
-@pytest.mark.parametrize("script", ALL)
-def test_save_model_then_evaluate(script, workdir):
-    check_ok(run_script(script, *TINY[script], "--save-model", cwd=workdir))
-    run_dir = only_run_dir(workdir)
-    checkpoint = torch.load(run_dir / f"{script[:-3]}.cleanrl_model", map_location="cpu", weights_only=True)
-    assert checkpoint["args"]["seed"] == 1 and checkpoint["args"]["env_id"]
-    assert all(isinstance(v, torch.Tensor) for v in checkpoint["model"].values())
-    steps, returns = read_scalars(str(run_dir), "eval/episodic_return")
-    assert list(steps) == list(range(10)) and len(returns) == 10
-
-
-@pytest.mark.parametrize("script", ALL)
-def test_track_offline(script, workdir):
-    env = script_env() | {"WANDB_MODE": "offline"}
-    check_ok(run_script(script, *TINY[script], "--track", cwd=workdir, env=env))
-    (offline_run,) = (workdir / "wandb").glob("offline-run-*")
-    assert list(offline_run.glob("*.wandb"))
-
-
-@pytest.mark.parametrize("script", ALL)
-def test_copied_file_runs_alone(script, tmp_path):
-    alone = tmp_path / "alone"
-    alone.mkdir()
-    shutil.copy(SCRIPTS / script, alone / script)
-    check_ok(run_script(alone / script, *TINY[script], cwd=alone))
-    assert len(list((alone / "runs").iterdir())) == 1
 
 
 @pytest.mark.parametrize("script", ["dqn.py", "c51.py"])

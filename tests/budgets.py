@@ -1,0 +1,22 @@
+"""Tiny budgets that run each script through every code path in seconds, shared by the test files."""
+
+# PPO: two iterations of a small batch
+PPO_TINY = {
+    "ppo.py": ["--total-timesteps", 256, "--num-envs", 2, "--num-steps", 64],
+    "ppo_atari.py": ["--total-timesteps", 128, "--num-envs", 2, "--num-steps", 32, "--update-epochs", 1],
+    "ppo_continuous_action.py": ["--total-timesteps", 256, "--num-steps", 128, "--num-minibatches", 4],
+}
+# MuJoCo renders slowly on the CPU: film short InvertedPendulum episodes rather than HalfCheetah's 1000 steps
+VIDEO_ENV = {"ppo_continuous_action.py": ["--env-id", "InvertedPendulum-v5"]}
+ATARI_BUFFER = ["--buffer-size", 1000, "--batch-size", 8]
+CLASSIC_BUFFER = ["--buffer-size", 500, "--batch-size", 32]
+# value-based: a few hundred env steps with learning from the start
+VALUE_BASED_TINY = {
+    "dqn.py": ["--total-timesteps", 700, "--learning-starts", 200, "--train-frequency", 1, *CLASSIC_BUFFER],
+    "c51.py": ["--total-timesteps", 700, "--learning-starts", 200, "--train-frequency", 1, *CLASSIC_BUFFER],
+    "pqn.py": ["--total-timesteps", 512, "--num-envs", 2, "--num-steps", 64],
+    "dqn_atari.py": ["--total-timesteps", 400, "--learning-starts", 200, "--train-frequency", 1, *ATARI_BUFFER],
+    "c51_atari.py": ["--total-timesteps", 400, "--learning-starts", 200, "--train-frequency", 1, *ATARI_BUFFER],
+    "rainbow_atari.py": ["--total-timesteps", 400, "--learning-starts", 200, "--train-frequency", 1, *ATARI_BUFFER],
+}
+TINY = PPO_TINY | VALUE_BASED_TINY
