@@ -156,11 +156,16 @@ class ReplayBuffer:
         self.pos = 0
         self.size = 0
 
-    def add(self, obs, next_obs, actions, rewards, terminations):
-        """Stores one vector step: arrays with a leading num_envs axis."""
+    def add(self, obs, actions, rewards, terminations, truncations, next_obs, final_obs):
+        """Stores one vector step (arrays with a leading num_envs axis) taken from `obs`.
+
+        `next_obs` is what `envs.step` returned: where an episode ended it already starts the next
+        episode, so the true last observation `final_obs[i]` is stored instead.
+        """
         for i in range(len(actions)):
+            ended = terminations[i] or truncations[i]
             self.obs[self.pos] = obs[i]
-            self.next_obs[self.pos] = next_obs[i]
+            self.next_obs[self.pos] = final_obs[i] if ended else next_obs[i]
             self.actions[self.pos] = actions[i]
             self.rewards[self.pos] = rewards[i]
             self.dones[self.pos] = terminations[i]
@@ -368,9 +373,10 @@ if __name__ == "__main__":
         # W&B gets each finished video once, explicitly (gym's RecordVideo has no W&B hook).
         if args.track and os.path.isdir(video_dir):
             for name in sorted(os.listdir(video_dir)):
-                if name.endswith(".mp4") and name not in uploaded_videos:
-                    uploaded_videos.add(name)
-                    wandb.log({"videos": wandb.Video(os.path.join(video_dir, name), format="mp4")})
+                path = os.path.join(video_dir, name)  # the eval videos reuse the training videos' names
+                if name.endswith(".mp4") and path not in uploaded_videos:
+                    uploaded_videos.add(path)
+                    wandb.log({"videos": wandb.Video(path, format="mp4")})
 
     envs = make_vector_env(args.env_id, args.num_envs, args.capture_video, run_name)
     envs.action_space.seed(args.seed)
@@ -410,18 +416,15 @@ if __name__ == "__main__":
         next_obs, rewards, terminations, truncations, infos = envs.step(actions)
         previous_step, global_step = global_step, global_step + args.num_envs
 
-        # a finished sub-env already shows its next episode's first observation: store the true last one
-        real_next_obs = next_obs.copy()
-        if "final_info" in infos:
-            for i in np.nonzero(terminations | truncations)[0]:
-                real_next_obs[i] = infos["final_obs"][i]
-            if "episode" in infos["final_info"]:
-                episode = infos["final_info"]["episode"]
-                for i in np.nonzero(infos["final_info"]["_episode"])[0]:
-                    recent_returns.append(float(episode["r"][i]))
-                    writer.add_scalar("charts/episodic_return", episode["r"][i], global_step)
-                    writer.add_scalar("charts/episodic_length", episode["l"][i], global_step)
-        rb.add(obs, real_next_obs, actions, rewards, terminations)
+        # where an episode ended, next_obs already starts the next one; the buffer takes the true last
+        # observation from final_obs
+        rb.add(obs, actions, rewards, terminations, truncations, next_obs, infos.get("final_obs"))
+        if "final_info" in infos and "episode" in infos["final_info"]:
+            episode = infos["final_info"]["episode"]
+            for i in np.nonzero(infos["final_info"]["_episode"])[0]:
+                recent_returns.append(float(episode["r"][i]))
+                writer.add_scalar("charts/episodic_return", episode["r"][i], global_step)
+                writer.add_scalar("charts/episodic_length", episode["l"][i], global_step)
         obs = next_obs
 
         if global_step > args.learning_starts:

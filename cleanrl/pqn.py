@@ -298,9 +298,10 @@ if __name__ == "__main__":
         # W&B gets each finished video once, explicitly (gym's RecordVideo has no W&B hook).
         if args.track and os.path.isdir(video_dir):
             for name in sorted(os.listdir(video_dir)):
-                if name.endswith(".mp4") and name not in uploaded_videos:
-                    uploaded_videos.add(name)
-                    wandb.log({"videos": wandb.Video(os.path.join(video_dir, name), format="mp4")})
+                path = os.path.join(video_dir, name)  # the eval videos reuse the training videos' names
+                if name.endswith(".mp4") and path not in uploaded_videos:
+                    uploaded_videos.add(path)
+                    wandb.log({"videos": wandb.Video(path, format="mp4")})
 
     envs = make_vector_env(args.env_id, args.num_envs, args.capture_video, run_name)
     envs.action_space.seed(args.seed)
