@@ -39,39 +39,54 @@ def test_ppo_atari_breakout_sh_reports_memory_and_curve(tmp_path):
     assert (tmp_path / "ppo_atari_breakout.png").stat().st_size > 0
 
 
-def test_sb3_speed_comparison_writes_its_table(tmp_path):
+@pytest.mark.parametrize("script,steps", [("ppo_vs_sb3_speed.py", "1024"), ("dqn_vs_sb3_speed.py", "12000")])
+def test_sb3_speed_comparison_writes_its_table(script, steps, tmp_path):
     markdown = tmp_path / "speed.md"
-    subprocess.run(
-        [
-            sys.executable,
-            "benchmark/ppo_vs_sb3_speed.py",
-            "--total-timesteps",
-            "1024",
-            "--rounds",
-            "1",
-            "--markdown",
-            str(markdown),
-        ],
-        cwd=REPO,
-        env=script_env(),
-        check=True,
-        capture_output=True,
-        timeout=600,
-    )
+    command = [sys.executable, f"benchmark/{script}", "--total-timesteps", steps, "--rounds", "1", "--markdown", str(markdown)]
+    subprocess.run(command, cwd=REPO, env=script_env(), check=True, capture_output=True, timeout=600)
     assert "SPS ratio cleanrl / SB3" in markdown.read_text()
 
 
 @pytest.mark.parametrize(
-    "args,message",
+    "script,args,message",
     [
-        (["--rounds", "0"], "--rounds must be at least 1"),
-        (["--total-timesteps", "100"], "at least one batch"),
-        (["--markdown", "/no/such/dir/s.md"], "its folder does not exist"),
+        ("ppo_vs_sb3_speed.py", ["--rounds", "0"], "--rounds must be at least 1"),
+        ("ppo_vs_sb3_speed.py", ["--total-timesteps", "100"], "at least one batch"),
+        ("ppo_vs_sb3_speed.py", ["--markdown", "/no/such/dir/s.md"], "its folder does not exist"),
+        ("dqn_vs_sb3_speed.py", ["--rounds", "0"], "--rounds must be at least 1"),
+        ("dqn_vs_sb3_speed.py", ["--total-timesteps", "100"], "at least 12000"),
+        ("atari_replay_memory.py", ["--script", "nope"], "no cleanrl/nope.py"),
+        ("atari_replay_memory.py", ["--buffer-size", "10"], "--buffer-size must be at least 1000"),
     ],
 )
-def test_sb3_speed_comparison_bad_input_exits_2(args, message, tmp_path):
-    result = subprocess.run([sys.executable, "benchmark/ppo_vs_sb3_speed.py", *args], cwd=REPO, capture_output=True, text=True)
+def test_benchmark_tools_bad_input_exits_2(script, args, message, tmp_path):
+    result = subprocess.run([sys.executable, f"benchmark/{script}", *args], cwd=REPO, capture_output=True, text=True)
     assert result.returncode == 2 and message in result.stderr
+
+
+@pytest.mark.parametrize("script", ["dqn_atari", "c51_atari", "rainbow_atari", "qdagger_dqn_atari_impalacnn"])
+def test_atari_replay_memory_reports_bytes_per_transition(script, tmp_path):
+    markdown = tmp_path / "memory.md"
+    command = [sys.executable, "benchmark/atari_replay_memory.py", "--script", script, "--buffer-size", "3000"]
+    subprocess.run(command + ["--markdown", str(markdown)], cwd=REPO, env=script_env(), check=True, timeout=600)
+    table = markdown.read_text()
+    assert "| frames held | 3,000 |" in table and "bytes per stored transition" in table
+
+
+@pytest.mark.parametrize(
+    "name,flags", [("dqn", ["--learning-starts", "500"]), ("c51", ["--learning-starts", "500"]), ("pqn", [])]
+)
+def test_value_based_classic_control_benchmarks_run_and_report(name, flags, tmp_path):
+    run_benchmark(["bash", f"benchmark/{name}.sh", *flags], tmp_path, ENVS="CartPole-v1", SEEDS="1", STEPS="1024")
+    table = (tmp_path / f"{name}_classic_control_table.md").read_text()
+    assert f"| {name} | CartPole-v1 | 1 | 1 |" in table
+
+
+def test_dqn_atari_breakout_sh_reports_memory_and_curve(tmp_path):
+    flags = ["--learning-starts", "200", "--buffer-size", "1000", "--batch-size", "8"]
+    result = run_benchmark(["bash", "benchmark/dqn_atari_breakout.sh", *flags], tmp_path, STEPS="600")
+    assert "Maximum resident set size" in result.stdout and "replay buffer: 1000 frames" in result.stdout
+    assert "| dqn_atari | BreakoutNoFrameskip-v4 | 1 | 1 |" in (tmp_path / "dqn_atari_breakout_table.md").read_text()
 
 
 def test_ppo_sh_refuses_an_out_folder_that_already_holds_runs(tmp_path):
