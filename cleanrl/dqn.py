@@ -214,10 +214,11 @@ def validation_error(args):
         return f"--buffer-size {args.buffer_size} is smaller than one batch (--batch-size {args.batch_size})"
     if args.learning_starts < 0:
         return f"--learning-starts must be at least 0, got {args.learning_starts}"
-    if args.total_timesteps <= args.learning_starts:
+    run_steps = args.total_timesteps // args.num_envs * args.num_envs  # whole vector steps
+    if run_steps // args.train_frequency <= args.learning_starts // args.train_frequency:
         return (
-            f"--total-timesteps {args.total_timesteps} does not exceed --learning-starts {args.learning_starts}, "
-            "so no update would run"
+            f"--total-timesteps {args.total_timesteps} does not exceed --learning-starts {args.learning_starts} "
+            f"by a gradient step (one every --train-frequency {args.train_frequency} env steps), so no update would run"
         )
     for name in ("gamma", "start_e", "end_e", "exploration_fraction"):
         if not 0.0 <= getattr(args, name) <= 1.0:
@@ -225,8 +226,9 @@ def validation_error(args):
     if not 0.0 < args.tau <= 1.0:
         return f"--tau must be in (0, 1], got {args.tau}"
     float32_max = float(np.finfo(np.float32).max)  # the update computes in float32
-    if not 0.0 < args.learning_rate <= float32_max:
-        return f"--learning-rate must be positive and finite in float32, got {args.learning_rate}"
+    # Adam's first step divides the learning rate by 1 - β1 = 0.1, in float32
+    if not 0.0 < args.learning_rate <= float32_max / 10:
+        return f"--learning-rate must be positive and at most {float32_max / 10:.1e} (Adam), got {args.learning_rate}"
     if args.upload_model:
         return "--upload-model is not available yet; use --save-model and upload runs/<run_name>/ yourself"
     if args.capture_video:

@@ -621,9 +621,11 @@ def validation_error(args):
     if not 0.0 < args.tau <= 1.0:
         return f"--tau must be in (0, 1], got {args.tau}"
     float32_max = float(np.finfo(np.float32).max)  # the update computes in float32
-    for name in ("learning_rate", "temperature"):
-        if not 0.0 < getattr(args, name) <= float32_max:
-            return f"--{name.replace('_', '-')} must be positive and finite in float32, got {getattr(args, name)}"
+    # Adam's first step divides the learning rate by 1 - β1 = 0.1, in float32
+    if not 0.0 < args.learning_rate <= float32_max / 10:
+        return f"--learning-rate must be positive and at most {float32_max / 10:.1e} (Adam), got {args.learning_rate}"
+    if not 0.0 < args.temperature <= float32_max:
+        return f"--temperature must be positive and finite in float32, got {args.temperature}"
     if args.upload_model:
         return "--upload-model is not available yet; use --save-model and upload runs/<run_name>/ yourself"
     if args.capture_video:

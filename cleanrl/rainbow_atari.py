@@ -659,10 +659,11 @@ def validation_error(args):
             f"--learning-starts {args.learning_starts} is below --n-step x --num-envs ({args.n_step * args.num_envs}): "
             "the first batch would find no complete n-step transition"
         )
-    if args.total_timesteps <= args.learning_starts:
+    run_steps = args.total_timesteps // args.num_envs * args.num_envs  # whole vector steps
+    if run_steps // args.train_frequency <= args.learning_starts // args.train_frequency:
         return (
-            f"--total-timesteps {args.total_timesteps} does not exceed --learning-starts {args.learning_starts}, "
-            "so no update would run"
+            f"--total-timesteps {args.total_timesteps} does not exceed --learning-starts {args.learning_starts} "
+            f"by a gradient step (one every --train-frequency {args.train_frequency} env steps), so no update would run"
         )
     for name in ("gamma", "prioritized_replay_beta"):
         if not 0.0 <= getattr(args, name) <= 1.0:
@@ -670,8 +671,9 @@ def validation_error(args):
     if not 0.0 < args.tau <= 1.0:
         return f"--tau must be in (0, 1], got {args.tau}"
     float32_max = float(np.finfo(np.float32).max)  # the update computes in float32
-    if not 0.0 < args.learning_rate <= float32_max:
-        return f"--learning-rate must be positive and finite in float32, got {args.learning_rate}"
+    # Adam's first step divides the learning rate by 1 - β1 = 0.1, in float32
+    if not 0.0 < args.learning_rate <= float32_max / 10:
+        return f"--learning-rate must be positive and at most {float32_max / 10:.1e} (Adam), got {args.learning_rate}"
     if not 0.0 <= args.prioritized_replay_alpha < math.inf:
         return f"--prioritized-replay-alpha must be at least 0 and finite, got {args.prioritized_replay_alpha}"
     if not 0.0 < args.prioritized_replay_eps < math.inf:
