@@ -281,14 +281,26 @@ if __name__ == "__main__":
     if args.track:
         import wandb
 
-        wandb.init(
-            project=args.wandb_project_name,
-            entity=args.wandb_entity,
-            sync_tensorboard=True,
-            config=vars(args),
-            name=run_name,
-            save_code=True,
-        )
+        try:
+            wandb.init(
+                project=args.wandb_project_name,
+                entity=args.wandb_entity,
+                sync_tensorboard=True,
+                config=vars(args),
+                name=run_name,
+                save_code=True,
+            )
+        except Exception as e:  # not logged in, no network, unknown entity: stop before anything is written
+            os.rmdir(f"runs/{run_name}")
+            if not os.listdir("runs"):
+                os.rmdir("runs")
+            reason = (str(e).splitlines() or [type(e).__name__])[0]
+            print(
+                f"{os.path.basename(__file__)}: --track could not start a W&B run ({reason}); "
+                "run `wandb login` or set WANDB_MODE=offline",
+                file=sys.stderr,
+            )
+            sys.exit(2)
     writer = SummaryWriter(f"runs/{run_name}")
     writer.add_text(
         "hyperparameters",

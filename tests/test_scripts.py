@@ -79,6 +79,17 @@ def test_track_uploads_videos(workdir):
     assert len(made) >= 2 and len(list(offline_run.glob("files/media/videos/*.mp4"))) == len(made)
 
 
+@pytest.mark.parametrize("script", ALL)
+def test_track_without_a_wandb_login_exits_2_and_leaves_nothing(script, workdir, tmp_path_factory):
+    home = tmp_path_factory.mktemp("home")  # no ~/.netrc, no W&B settings
+    env = {k: v for k, v in script_env().items() if k != "WANDB_API_KEY"} | {"WANDB_MODE": "online", "HOME": str(home)}
+    result = run_script(script, *TINY[script], "--track", cwd=workdir, env=env, timeout=120)
+    assert result.returncode == 2, result.stderr
+    assert f"{script}: --track could not start a W&B run" in result.stderr and "wandb login" in result.stderr
+    # MuJoCo itself logs HalfCheetah's deprecation warning to MUJOCO_LOG.TXT whenever the env is made
+    assert sorted(p.name for p in workdir.iterdir() if p.name != "MUJOCO_LOG.TXT") == []
+
+
 def test_runs_started_in_the_same_second_get_their_own_directories(workdir):
     # other runs already own this second and the next ones: the new run must not write into theirs
     now = int(time.time())
