@@ -163,6 +163,46 @@ class ReplayBuffer:
         )
 
 
+def available_memory():
+    """Bytes of memory a new allocation can use (Linux MemAvailable, capped by a cgroup v2 memory
+    limit when the process runs in a container), or None where neither can be read."""
+    available = None
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    available = int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    try:
+        with open("/sys/fs/cgroup/memory.max") as f:
+            limit = f.read().strip()
+        with open("/sys/fs/cgroup/memory.current") as f:
+            used = int(f.read())
+        if limit != "max" and available is not None:
+            available = min(available, int(limit) - used)
+    except (OSError, ValueError):
+        pass
+    return available
+
+
+def replay_memory_error(args, obs_shape, headroom=2**30):
+    """Why the replay buffer cannot fit in memory as one line (None when it fits or memory is unknown).
+
+    NumPy allocates the buffer lazily, so a buffer too large would only fail once it fills up;
+    `headroom` (bytes) is left for the networks and envs."""
+    obs_bytes = int(np.prod(obs_shape)) * 4  # float32
+    needed = args.buffer_size * (2 * obs_bytes + 8 + 4 + 4)
+    available = available_memory()
+    if available is not None and needed + headroom > available:
+        return (
+            f"the replay buffer needs {needed / 2**30:.1f} GiB (--buffer-size {args.buffer_size}) plus "
+            f"{headroom / 2**30:.0f} GiB for the rest, but only {available / 2**30:.1f} GiB of memory is available; "
+            "lower --buffer-size"
+        )
+    return None
+
+
 def epsilon_schedule(start_e, end_e, duration, t):
     """ε at env step `t`: linear from `start_e` to `end_e` over `duration` steps, then `end_e`.
 
@@ -279,6 +319,8 @@ if __name__ == "__main__":
             error = f"cannot make {args.env_id!r}: {e}"
         else:
             error = space_error(args, probe_env.observation_space, probe_env.action_space)
+            if error is None:
+                error = replay_memory_error(args, probe_env.observation_space.shape)
             probe_env.close()
     if error is not None:
         print(f"{os.path.basename(__file__)}: {error}", file=sys.stderr)
