@@ -27,6 +27,8 @@ from torch.distributions.categorical import Categorical
 from torch.utils.tensorboard import SummaryWriter
 
 gym.register_envs(ale_py)
+# ALE's start-up banner would come before our one-line errors on stderr; its warnings and errors still show
+ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Error)
 
 
 @dataclass

@@ -124,6 +124,6 @@ CASES += [
 def test_bad_input_exits_2_with_one_line_and_creates_nothing(script, flags, message, workdir):
     result = run_script(script, *flags, "--capture-video", "--track", "--save-model", cwd=workdir, timeout=120)
     assert result.returncode == 2, result.stderr
-    error_lines = [line for line in result.stderr.splitlines() if line.startswith(script)]
-    assert len(error_lines) == 1 and message in error_lines[0], result.stderr
+    error_lines = result.stderr.strip().splitlines()
+    assert len(error_lines) == 1 and error_lines[0].startswith(script) and message in error_lines[0], result.stderr
     assert sorted(p.name for p in workdir.iterdir()) == [], "a rejected run must leave nothing behind"
