@@ -238,6 +238,9 @@ def validation_error(args):
     for name in ("learning_rate", "clip_coef", "max_grad_norm"):
         if not 0.0 < getattr(args, name) <= float32_max:
             return f"--{name.replace('_', '-')} must be positive and finite in float32, got {getattr(args, name)}"
+    # Adam's first step divides the learning rate by 1 - β1 = 0.1, in float32
+    if args.learning_rate > float32_max / 10:
+        return f"--learning-rate must be positive and at most {float32_max / 10:.1e} (Adam), got {args.learning_rate}"
     for name in ("ent_coef", "vf_coef"):
         if not 0.0 <= getattr(args, name) <= float32_max:
             return f"--{name.replace('_', '-')} must be non-negative and finite in float32, got {getattr(args, name)}"

@@ -147,6 +147,7 @@ COMMON_BAD = [
     (["--learning-rate", 0], "--learning-rate must be positive and finite in float32, got 0.0"),
     (["--learning-rate", "inf"], "--learning-rate must be positive and finite in float32, got inf"),
     (["--clip-coef", 1e308], "--clip-coef must be positive and finite in float32, got 1e+308"),
+    (["--learning-rate", 1e38], "--learning-rate must be positive and at most 3.4e+37 (Adam), got 1e+38"),
     (["--ent-coef", "nan"], "--ent-coef must be non-negative and finite in float32, got nan"),
     (["--target-kl", 0], "--target-kl must be positive and finite in float32"),
     (["--exp-name", "x" * 300], "more than a folder name can hold (255); shorten --exp-name"),
