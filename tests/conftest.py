@@ -49,6 +49,15 @@ def only_run_dir(cwd):
     return runs[0]
 
 
+def final_return(run_dir, last=20):
+    """Mean episodic return of a run's last `last` episodes, read from its TensorBoard events."""
+    from cleanrl_utils.report import read_scalars
+
+    _, returns = read_scalars(str(run_dir), "charts/episodic_return")
+    assert len(returns) >= last
+    return float(sum(returns[-last:]) / last)
+
+
 def load_script(name):
     """Imports `cleanrl/<name>.py` as a module (its `__main__` block does not run)."""
     spec = importlib.util.spec_from_file_location(f"script_{name}", SCRIPTS / f"{name}.py")

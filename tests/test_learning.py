@@ -8,13 +8,7 @@ import numpy as np
 import pytest
 
 from cleanrl_utils.report import read_scalars
-from conftest import check_ok, only_run_dir, run_script
-
-
-def final_return(run_dir, last=20):
-    _, returns = read_scalars(str(run_dir), "charts/episodic_return")
-    assert len(returns) >= last
-    return float(np.mean(returns[-last:]))
+from conftest import check_ok, final_return, only_run_dir, run_script
 
 
 @pytest.mark.learning
