@@ -1,0 +1,548 @@
+# Robust Policy Optimization (RPO) for continuous (Box) actions, e.g. the MuJoCo tasks.
+# Paper: Rahman & Xue 2022, "Robust Policy Optimization in Deep Reinforcement Learning"
+# (arXiv:2212.07536). RPO is PPO (Schulman et al. 2017, arXiv:1707.06347; GAE, Schulman et al. 2016,
+# arXiv:1506.02438) where, in the update only, the Gaussian mean is shifted by z ~ U(-rpo_alpha,
+# rpo_alpha), drawn per sample and per action dimension, before the stored action is scored, which
+# keeps the policy's entropy from collapsing. Rollouts sample from the unperturbed Normal(mean, std).
+# Defaults are CleanRL's published ones: those of ppo_continuous_action.py (2048 steps, 10 epochs,
+# 32 minibatches, lr 3e-4, observation and reward normalisation) with rpo_alpha 0.5 and 8M steps.
+# Deliberate differences carried over from ppo_continuous_action.py: an episode cut by a time limit
+# bootstraps from the value of its true final observation; the sampled action and its log-prob are
+# stored unclipped and only the action sent to the env is clipped to the per-dimension bounds; the
+# saved model carries the observation-normalisation statistics, which evaluation uses frozen.
+# Evaluation, as in ppo_continuous_action.py, samples actions from the unperturbed policy.
+import os
+import random
+import sys
+import time
+from collections import deque
+from dataclasses import dataclass
+from typing import Optional
+
+import gymnasium as gym
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.optim as optim
+from torch.distributions.normal import Normal
+from torch.utils.tensorboard import SummaryWriter
+
+
+@dataclass
+class Args:
+    exp_name: str = os.path.basename(__file__)[: -len(".py")]
+    """the name of this experiment"""
+    seed: int = 1
+    """seed of the experiment"""
+    torch_deterministic: bool = True
+    """if toggled, `torch.backends.cudnn.deterministic=True`"""
+    cuda: bool = True
+    """if toggled, cuda will be used when available"""
+    track: bool = False
+    """if toggled, this experiment will be tracked with Weights and Biases"""
+    wandb_project_name: str = "cleanRL"
+    """the wandb's project name"""
+    wandb_entity: Optional[str] = None
+    """the entity (team) of wandb's project"""
+    capture_video: bool = False
+    """whether to capture videos of the agent performances (check out `videos` folder)"""
+    save_model: bool = False
+    """whether to save the model into `runs/{run_name}` and evaluate it for 10 episodes"""
+    upload_model: bool = False
+    """whether to upload the saved model to the Hugging Face Hub (not available yet)"""
+    hf_entity: str = ""
+    """the user or org name of the model repository on the Hugging Face Hub"""
+
+    env_id: str = "HalfCheetah-v5"
+    """the id of the environment"""
+    total_timesteps: int = 8000000
+    """total environment steps of the experiment"""
+    learning_rate: float = 3e-4
+    """the learning rate of the optimizer"""
+    num_envs: int = 1
+    """the number of parallel game environments"""
+    num_steps: int = 2048
+    """the number of steps to run in each environment per policy rollout"""
+    anneal_lr: bool = True
+    """toggle learning rate annealing for policy and value networks"""
+    gamma: float = 0.99
+    """the discount factor gamma"""
+    gae_lambda: float = 0.95
+    """the lambda for the general advantage estimation"""
+    num_minibatches: int = 32
+    """the number of mini-batches"""
+    update_epochs: int = 10
+    """the K epochs to update the policy"""
+    norm_adv: bool = True
+    """toggles advantages normalization"""
+    clip_coef: float = 0.2
+    """the surrogate clipping coefficient"""
+    clip_vloss: bool = True
+    """toggles the clipped value loss (from OpenAI Baselines' PPO2; the PPO paper has none)"""
+    ent_coef: float = 0.0
+    """coefficient of the entropy"""
+    vf_coef: float = 0.5
+    """coefficient of the value function"""
+    max_grad_norm: float = 0.5
+    """the maximum norm for the gradient clipping"""
+    target_kl: Optional[float] = None
+    """the target KL divergence threshold (stops the epochs of an update early)"""
+    rpo_alpha: float = 0.5
+    """the half-width of the uniform noise added to the policy mean in the update (0 gives PPO)"""
+
+
+def make_env(env_id, idx, capture_video, run_name, gamma):
+    def thunk():
+        if capture_video and idx == 0:
+            env = gym.make(env_id, render_mode="rgb_array")
+            env = gym.wrappers.RecordVideo(env, f"videos/{run_name}")
+        else:
+            env = gym.make(env_id)
+        env = gym.wrappers.FlattenObservation(env)
+        # statistics of the raw task, before reward normalisation
+        env = gym.wrappers.RecordEpisodeStatistics(env)
+        env = gym.wrappers.ClipAction(env)
+        env = gym.wrappers.NormalizeObservation(env)
+        env = gym.wrappers.TransformObservation(env, lambda obs: np.clip(obs, -10, 10), env.observation_space)
+        env = gym.wrappers.NormalizeReward(env, gamma=gamma)
+        env = gym.wrappers.TransformReward(env, lambda reward: float(np.clip(reward, -10, 10)))
+        return env
+
+    return thunk
+
+
+def make_vector_env(env_id, num_envs, capture_video, run_name, gamma):
+    # SAME_STEP autoreset: a finished sub-env is reset inside the same `step` call, and its true last
+    # observation comes back in `info["final_obs"]`, so every stored transition is a real one.
+    return gym.vector.SyncVectorEnv(
+        [make_env(env_id, i, capture_video, run_name, gamma) for i in range(num_envs)],
+        autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
+    )
+
+
+def obs_normalizers(envs):
+    """The NormalizeObservation wrapper of every sub-env of a SyncVectorEnv."""
+    normalizers = []
+    for env in envs.envs:
+        while not isinstance(env, gym.wrappers.NormalizeObservation):
+            env = env.env
+        normalizers.append(env)
+    return normalizers
+
+
+def merge_obs_rms(normalizers):
+    """Pools the running observation statistics of all sub-envs: (mean, var, count).
+
+    Each sub-env normalises with its own statistics; the pooled mean and variance are those of all
+    observations seen by any sub-env (parallel variance formula, Chan et al. 1979).
+    """
+    counts = np.array([n.obs_rms.count for n in normalizers])
+    means = np.stack([n.obs_rms.mean for n in normalizers])
+    variances = np.stack([n.obs_rms.var for n in normalizers])
+    count = counts.sum()
+    mean = (counts[:, None] * means).sum(0) / count
+    var = (counts[:, None] * (variances + (means - mean) ** 2)).sum(0) / count
+    return mean, var, float(count)
+
+
+def layer_init(layer, std=np.sqrt(2), bias_const=0.0):
+    torch.nn.init.orthogonal_(layer.weight, std)
+    torch.nn.init.constant_(layer.bias, bias_const)
+    return layer
+
+
+def perturb_mean(action_mean, rpo_alpha, generator=None):
+    """RPO's perturbed mean: `action_mean` plus z ~ U(-rpo_alpha, rpo_alpha), one draw per element.
+
+    With `rpo_alpha` 0 the mean comes back unchanged and no random number is drawn, so the run is
+    exactly PPO's.
+    """
+    if rpo_alpha == 0:
+        return action_mean
+    z = torch.empty_like(action_mean).uniform_(-rpo_alpha, rpo_alpha, generator=generator)
+    return action_mean + z
+
+
+class Agent(nn.Module):
+    def __init__(self, obs_dim, action_dim, rpo_alpha):
+        super().__init__()
+        self.rpo_alpha = rpo_alpha
+        self.critic = nn.Sequential(
+            layer_init(nn.Linear(obs_dim, 64)),
+            nn.Tanh(),
+            layer_init(nn.Linear(64, 64)),
+            nn.Tanh(),
+            layer_init(nn.Linear(64, 1), std=1.0),
+        )
+        self.actor_mean = nn.Sequential(
+            layer_init(nn.Linear(obs_dim, 64)),
+            nn.Tanh(),
+            layer_init(nn.Linear(64, 64)),
+            nn.Tanh(),
+            layer_init(nn.Linear(64, action_dim), std=0.01),
+        )
+        self.actor_logstd = nn.Parameter(torch.zeros(1, action_dim))
+
+    def get_value(self, x):
+        return self.critic(x)
+
+    def get_action_and_value(self, x, action=None):
+        action_mean = self.actor_mean(x)
+        action_logstd = self.actor_logstd.expand_as(action_mean)
+        # argument checks off: they cost time every step, and a non-finite loss is caught in the update
+        probs = Normal(action_mean, torch.exp(action_logstd), validate_args=False)
+        if action is None:
+            action = probs.sample()
+        else:  # the update scores the stored action under a randomly shifted mean
+            probs = Normal(perturb_mean(action_mean, self.rpo_alpha), torch.exp(action_logstd), validate_args=False)
+        return action, probs.log_prob(action).sum(1), probs.entropy().sum(1), self.critic(x)
+
+
+def compute_gae(rewards, values, dones, terminations, final_values, next_value, gamma, gae_lambda):
+    """GAE(γ, λ) advantages and λ-returns for a rollout of T steps from N envs.
+
+    All inputs are (T, N) tensors except `next_value` (N,), the value of the observation after the
+    last step. `dones[t]` marks an episode that ended at step t (terminated or truncated),
+    `terminations[t]` the ones that ended in a terminal state, and `final_values[t]` holds V of the
+    true final observation wherever `dones[t]` is set. A terminal state bootstraps nothing; a
+    truncated episode bootstraps from its final observation, never from the next episode's start.
+    Returns (advantages, returns), both (T, N).
+    """
+    num_steps = rewards.shape[0]
+    advantages = torch.zeros_like(rewards)
+    lastgaelam = torch.zeros_like(next_value)
+    for t in reversed(range(num_steps)):
+        nextvalues = next_value if t == num_steps - 1 else values[t + 1]
+        nextvalues = torch.where(dones[t].bool(), final_values[t], nextvalues)
+        delta = rewards[t] + gamma * (1.0 - terminations[t]) * nextvalues - values[t]
+        lastgaelam = delta + gamma * gae_lambda * (1.0 - dones[t]) * lastgaelam
+        advantages[t] = lastgaelam
+    return advantages, advantages + values
+
+
+def space_error(args, observation_space, action_space):
+    """What the script cannot handle about the env's spaces, as one line, or None."""
+    script = os.path.basename(__file__)
+    if not isinstance(action_space, gym.spaces.Box) or len(action_space.shape) != 1:
+        return f"{args.env_id} has {action_space} actions; {script} supports 1-D Box ones (for Discrete use ppo.py)"
+    if not isinstance(observation_space, gym.spaces.Box):
+        return f"{args.env_id} has {observation_space} observations; {script} supports Box ones"
+    return None
+
+
+def validation_error(args):
+    """The first problem with the command-line values as one line, or None when all is well."""
+    if not 0 <= args.seed < 2**32:
+        return f"--seed must be in [0, 2**32 - 1], got {args.seed}"
+    if "/" in args.exp_name or "__" in args.exp_name or not args.exp_name:
+        return f"--exp-name {args.exp_name!r} must be non-empty, without '/' or '__' (they split run names)"
+    run_name_bytes = len(f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}".encode())
+    if run_name_bytes > 255:
+        return f"the run name would be {run_name_bytes} bytes, more than a folder name can hold (255); shorten --exp-name"
+    for name in ("num_envs", "num_steps", "num_minibatches", "update_epochs"):
+        if getattr(args, name) < 1:
+            return f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}"
+    batch_size = args.num_envs * args.num_steps
+    if batch_size % args.num_minibatches != 0:
+        return (
+            f"the batch of {batch_size} steps (--num-envs {args.num_envs} x --num-steps {args.num_steps}) "
+            f"does not split into --num-minibatches {args.num_minibatches}; pick a divisor of {batch_size}"
+        )
+    if args.norm_adv and batch_size // args.num_minibatches < 2:
+        return "minibatches of 1 step cannot normalise advantages; use fewer --num-minibatches or --no-norm-adv"
+    if args.total_timesteps < batch_size:
+        return f"--total-timesteps {args.total_timesteps} is below one batch ({batch_size} steps), so no update would run"
+    for name in ("gamma", "gae_lambda"):
+        if not 0.0 <= getattr(args, name) <= 1.0:
+            return f"--{name.replace('_', '-')} must be in [0, 1], got {getattr(args, name)}"
+    float32_max = float(np.finfo(np.float32).max)  # the update computes in float32
+    for name in ("learning_rate", "clip_coef", "max_grad_norm"):
+        if not 0.0 < getattr(args, name) <= float32_max:
+            return f"--{name.replace('_', '-')} must be positive and finite in float32, got {getattr(args, name)}"
+    # Adam's first step divides the learning rate by 1 - β1 = 0.1, in float32
+    if args.learning_rate > float32_max / 10:
+        return f"--learning-rate must be positive and at most {float32_max / 10:.1e} (Adam), got {args.learning_rate}"
+    for name in ("ent_coef", "vf_coef"):
+        if not 0.0 <= getattr(args, name) <= float32_max:
+            return f"--{name.replace('_', '-')} must be non-negative and finite in float32, got {getattr(args, name)}"
+    if not 0.0 <= args.rpo_alpha <= float32_max:
+        return f"--rpo-alpha must be a finite number >= 0, got {args.rpo_alpha}"
+    if args.target_kl is not None and not 0.0 < args.target_kl <= float32_max:
+        return f"--target-kl must be positive and finite in float32, got {args.target_kl}"
+    if args.upload_model:
+        return "--upload-model is not available yet; use --save-model and upload runs/<run_name>/ yourself"
+    if args.capture_video:
+        try:
+            import moviepy  # noqa: F401
+        except ImportError:
+            return "--capture-video needs moviepy (pip install moviepy)"
+    return None
+
+
+def evaluate(model_path, eval_episodes, run_name, device, capture_video=False):
+    """Runs the saved agent for `eval_episodes` episodes; returns their (unnormalised) episodic returns.
+
+    Observations are normalised with the saved statistics, frozen.
+    """
+    checkpoint = torch.load(model_path, map_location=device, weights_only=True)
+    saved = checkpoint["args"]
+    envs = make_vector_env(saved["env_id"], 1, capture_video, f"{run_name}-eval", saved["gamma"])
+    normalizer = obs_normalizers(envs)[0]
+    normalizer.obs_rms.mean = checkpoint["obs_rms"]["mean"].numpy().astype(np.float64)
+    normalizer.obs_rms.var = checkpoint["obs_rms"]["var"].numpy().astype(np.float64)
+    normalizer.obs_rms.count = checkpoint["obs_rms"]["count"]
+    normalizer.update_running_mean = False
+    agent = Agent(envs.single_observation_space.shape[0], envs.single_action_space.shape[0], saved["rpo_alpha"]).to(device)
+    agent.load_state_dict(checkpoint["model"])
+    agent.eval()
+    obs, _ = envs.reset(seed=saved["seed"] + 100_000)
+    episodic_returns = []
+    while len(episodic_returns) < eval_episodes:
+        with torch.no_grad():
+            actions, _, _, _ = agent.get_action_and_value(torch.as_tensor(obs, dtype=torch.float32, device=device))
+        obs, _, _, _, infos = envs.step(actions.cpu().numpy())
+        if "final_info" in infos and "episode" in infos["final_info"]:
+            episodic_returns.append(float(infos["final_info"]["episode"]["r"][0]))
+    envs.close()
+    return episodic_returns
+
+
+if __name__ == "__main__":
+    import tyro
+
+    args = tyro.cli(Args)
+    if args.capture_video:
+        os.environ.setdefault("MUJOCO_GL", "egl")  # headless MuJoCo rendering
+    # command-line values first, then the env (making it can already write files, e.g. MuJoCo's log)
+    error = validation_error(args)
+    if error is None:
+        try:
+            probe_env = gym.make(args.env_id)
+        except Exception as e:  # unknown ids, missing modules or extras: all mean this env cannot be made
+            error = f"cannot make {args.env_id!r}: {e}"
+        else:
+            error = space_error(args, probe_env.observation_space, probe_env.action_space)
+            probe_env.close()
+    if error is not None:
+        print(f"{os.path.basename(__file__)}: {error}", file=sys.stderr)
+        sys.exit(2)
+    args.batch_size = int(args.num_envs * args.num_steps)
+    args.minibatch_size = int(args.batch_size // args.num_minibatches)
+    args.num_iterations = args.total_timesteps // args.batch_size
+    if args.total_timesteps % args.batch_size != 0:
+        print(f"running {args.num_iterations * args.batch_size} steps: --total-timesteps rounded down to whole batches")
+
+    random.seed(args.seed)
+    np.random.seed(args.seed)
+    torch.manual_seed(args.seed)
+    torch.backends.cudnn.deterministic = args.torch_deterministic
+    device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
+
+    run_time = int(time.time())
+    while True:  # another run that started in the same second already owns that name: take the next second
+        run_name = f"{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"
+        try:
+            os.makedirs(f"runs/{run_name}")
+            break
+        except FileExistsError:
+            run_time += 1
+    if args.track:
+        import wandb
+
+        try:
+            wandb.init(
+                project=args.wandb_project_name,
+                entity=args.wandb_entity,
+                sync_tensorboard=True,
+                config=vars(args),
+                name=run_name,
+                save_code=True,
+            )
+        except Exception as e:  # not logged in, no network, unknown entity: stop before anything is written
+            os.rmdir(f"runs/{run_name}")
+            if not os.listdir("runs"):
+                os.rmdir("runs")
+            reason = (str(e).splitlines() or [type(e).__name__])[0]
+            print(
+                f"{os.path.basename(__file__)}: --track could not start a W&B run ({reason}); "
+                "run `wandb login` or set WANDB_MODE=offline",
+                file=sys.stderr,
+            )
+            sys.exit(2)
+    writer = SummaryWriter(f"runs/{run_name}")
+    writer.add_text(
+        "hyperparameters",
+        "|param|value|\n|-|-|\n" + "\n".join(f"|{key}|{value}|" for key, value in vars(args).items()),
+    )
+    uploaded_videos = set()
+
+    def upload_new_videos(video_dir):
+        # W&B gets each finished video once, explicitly (gym's RecordVideo has no W&B hook).
+        if args.track and os.path.isdir(video_dir):
+            for name in sorted(os.listdir(video_dir)):
+                path = os.path.join(video_dir, name)  # the eval videos reuse the training videos' names
+                if name.endswith(".mp4") and path not in uploaded_videos:
+                    uploaded_videos.add(path)
+                    wandb.log({"videos": wandb.Video(path, format="mp4")})
+
+    envs = make_vector_env(args.env_id, args.num_envs, args.capture_video, run_name, args.gamma)
+    envs.action_space.seed(args.seed)
+
+    agent = Agent(envs.single_observation_space.shape[0], envs.single_action_space.shape[0], args.rpo_alpha).to(device)
+    optimizer = optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5)
+
+    obs = torch.zeros((args.num_steps, args.num_envs) + envs.single_observation_space.shape).to(device)
+    actions = torch.zeros((args.num_steps, args.num_envs) + envs.single_action_space.shape).to(device)
+    logprobs = torch.zeros((args.num_steps, args.num_envs)).to(device)
+    rewards = torch.zeros((args.num_steps, args.num_envs)).to(device)
+    dones = torch.zeros((args.num_steps, args.num_envs)).to(device)
+    terminations = torch.zeros((args.num_steps, args.num_envs)).to(device)
+    values = torch.zeros((args.num_steps, args.num_envs)).to(device)
+    final_values = torch.zeros((args.num_steps, args.num_envs)).to(device)
+
+    global_step = 0
+    start_time = time.time()
+    last_print = start_time
+    recent_returns = deque(maxlen=20)
+    next_obs, _ = envs.reset(seed=args.seed)
+    next_obs = torch.as_tensor(next_obs, dtype=torch.float32, device=device)
+
+    for iteration in range(1, args.num_iterations + 1):
+        if args.anneal_lr:
+            frac = 1.0 - (iteration - 1.0) / args.num_iterations
+            optimizer.param_groups[0]["lr"] = frac * args.learning_rate
+
+        for step in range(0, args.num_steps):
+            global_step += args.num_envs
+            obs[step] = next_obs
+
+            with torch.no_grad():
+                action, logprob, _, value = agent.get_action_and_value(next_obs)
+                values[step] = value.flatten()
+            actions[step] = action
+            logprobs[step] = logprob
+
+            # the env's ClipAction clips what it executes; the buffer keeps the unclipped sample, which
+            # is what `logprob` scores
+            next_obs, reward, termination, truncation, infos = envs.step(action.cpu().numpy())
+            rewards[step] = torch.as_tensor(reward, dtype=torch.float32, device=device)
+            terminations[step] = torch.as_tensor(termination, dtype=torch.float32, device=device)
+            dones[step] = torch.as_tensor(termination | truncation, dtype=torch.float32, device=device)
+            next_obs = torch.as_tensor(next_obs, dtype=torch.float32, device=device)
+
+            if "final_info" in infos:
+                truncated = np.nonzero(truncation & ~termination)[0]
+                if len(truncated) > 0:
+                    final_obs = np.stack(infos["final_obs"][truncated])
+                    with torch.no_grad():
+                        final_obs = torch.as_tensor(final_obs, dtype=torch.float32, device=device)
+                        final_values[step, truncated] = agent.get_value(final_obs).flatten()
+                if "episode" in infos["final_info"]:
+                    episode = infos["final_info"]["episode"]
+                    for i in np.nonzero(infos["final_info"]["_episode"])[0]:
+                        recent_returns.append(float(episode["r"][i]))
+                        writer.add_scalar("charts/episodic_return", episode["r"][i], global_step)
+                        writer.add_scalar("charts/episodic_length", episode["l"][i], global_step)
+
+        with torch.no_grad():
+            next_value = agent.get_value(next_obs).flatten()
+            advantages, returns = compute_gae(
+                rewards, values, dones, terminations, final_values, next_value, args.gamma, args.gae_lambda
+            )
+
+        b_obs = obs.reshape((-1,) + envs.single_observation_space.shape)
+        b_logprobs = logprobs.reshape(-1)
+        b_actions = actions.reshape((-1,) + envs.single_action_space.shape)
+        b_advantages = advantages.reshape(-1)
+        b_returns = returns.reshape(-1)
+        b_values = values.reshape(-1)
+
+        b_inds = np.arange(args.batch_size)
+        clipfracs = []
+        for _epoch in range(args.update_epochs):
+            np.random.shuffle(b_inds)
+            for start in range(0, args.batch_size, args.minibatch_size):
+                end = start + args.minibatch_size
+                mb_inds = b_inds[start:end]
+
+                _, newlogprob, entropy, newvalue = agent.get_action_and_value(b_obs[mb_inds], b_actions[mb_inds])
+                logratio = newlogprob - b_logprobs[mb_inds]
+                ratio = logratio.exp()
+
+                with torch.no_grad():
+                    # http://joschu.net/blog/kl-approx.html
+                    old_approx_kl = (-logratio).mean()
+                    approx_kl = ((ratio - 1) - logratio).mean()
+                    clipfracs.append(((ratio - 1.0).abs() > args.clip_coef).float().mean())
+
+                mb_advantages = b_advantages[mb_inds]
+                if args.norm_adv:
+                    mb_advantages = (mb_advantages - mb_advantages.mean()) / (mb_advantages.std() + 1e-8)
+
+                pg_loss1 = -mb_advantages * ratio
+                pg_loss2 = -mb_advantages * torch.clamp(ratio, 1 - args.clip_coef, 1 + args.clip_coef)
+                pg_loss = torch.max(pg_loss1, pg_loss2).mean()
+
+                newvalue = newvalue.view(-1)
+                if args.clip_vloss:
+                    v_loss_unclipped = (newvalue - b_returns[mb_inds]) ** 2
+                    v_clipped = b_values[mb_inds] + torch.clamp(newvalue - b_values[mb_inds], -args.clip_coef, args.clip_coef)
+                    v_loss_clipped = (v_clipped - b_returns[mb_inds]) ** 2
+                    v_loss = 0.5 * torch.max(v_loss_unclipped, v_loss_clipped).mean()
+                else:
+                    v_loss = 0.5 * ((newvalue - b_returns[mb_inds]) ** 2).mean()
+
+                entropy_loss = entropy.mean()
+                loss = pg_loss - args.ent_coef * entropy_loss + v_loss * args.vf_coef
+
+                optimizer.zero_grad()
+                loss.backward()
+                grad_norm = nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
+                # one sync per minibatch: stop before a non-finite loss or gradient reaches the weights
+                if not torch.isfinite(loss + grad_norm):
+                    script = os.path.basename(__file__)
+                    print(f"{script}: non-finite loss at global_step {global_step}; stopping", file=sys.stderr)
+                    writer.close()
+                    envs.close()
+                    sys.exit(1)
+                optimizer.step()
+
+            if args.target_kl is not None and approx_kl > args.target_kl:
+                break
+
+        y_pred, y_true = b_values.cpu().numpy(), b_returns.cpu().numpy()
+        var_y = np.var(y_true)
+        explained_var = np.nan if var_y == 0 else 1 - np.var(y_true - y_pred) / var_y
+
+        sps = int(global_step / (time.time() - start_time))
+        writer.add_scalar("charts/learning_rate", optimizer.param_groups[0]["lr"], global_step)
+        writer.add_scalar("losses/value_loss", v_loss.item(), global_step)
+        writer.add_scalar("losses/policy_loss", pg_loss.item(), global_step)
+        writer.add_scalar("losses/entropy", entropy_loss.item(), global_step)
+        writer.add_scalar("losses/old_approx_kl", old_approx_kl.item(), global_step)
+        writer.add_scalar("losses/approx_kl", approx_kl.item(), global_step)
+        writer.add_scalar("losses/clipfrac", torch.stack(clipfracs).mean().item(), global_step)
+        writer.add_scalar("losses/explained_variance", explained_var, global_step)
+        writer.add_scalar("charts/SPS", sps, global_step)
+        if time.time() - last_print > 10 or iteration == args.num_iterations:
+            last_print = time.time()
+            recent = f"{np.mean(recent_returns):.2f}" if recent_returns else "n/a"
+            print(f"global_step={global_step}, episodic_return(last {len(recent_returns)})={recent}, SPS={sps}", flush=True)
+        upload_new_videos(f"videos/{run_name}")
+
+    if args.save_model:
+        model_path = f"runs/{run_name}/{args.exp_name}.cleanrl_model"
+        mean, var, count = merge_obs_rms(obs_normalizers(envs))
+        obs_rms = {"mean": torch.as_tensor(mean), "var": torch.as_tensor(var), "count": count}
+        torch.save({"model": agent.state_dict(), "obs_rms": obs_rms, "args": vars(args)}, model_path)
+        print(f"model saved to {model_path}")
+        episodic_returns = evaluate(model_path, 10, run_name, device, capture_video=args.capture_video)
+        for idx, episodic_return in enumerate(episodic_returns):
+            writer.add_scalar("eval/episodic_return", episodic_return, idx)
+        print(f"eval/episodic_return over {len(episodic_returns)} episodes: {np.mean(episodic_returns):.2f}")
+        upload_new_videos(f"videos/{run_name}-eval")
+
+    envs.close()
+    writer.close()
+    if args.track:
+        wandb.finish()
