@@ -1,0 +1,190 @@
+"""Side by side: cleanrl's SAC, TD3 and DDPG against Stable-Baselines3's at identical settings and equal
+budgets, on MuJoCo tasks; returns and speed, written as one markdown table.
+
+    .venv/bin/python benchmark/continuous_vs_sb3.py                      # 3 algos x 2 envs x 3 seeds x 100k
+    .venv/bin/python benchmark/continuous_vs_sb3.py --algos td3 --env-ids Hopper-v5 --seeds 1 --total-timesteps 30000
+
+Runs go one at a time (ours, then SB3, for each seed) so machine noise hits both alike, each a
+subprocess with OMP_NUM_THREADS=1 on the CPU. Every finished run leaves a JSON file in --out and is
+skipped when the benchmark is started again, so an interrupted benchmark resumes where it stopped;
+the table is rewritten from all finished runs after each one.
+
+Settings shared by both sides (our scripts' defaults, CleanRL's published ones): 1 env, 1M replay
+buffer, batch 256, γ 0.99, τ 0.005, 256-256 ReLU MLPs, one gradient step per env step.
+SAC: learning starts at 5k, policy lr 3e-4, Q and α lr 1e-3 (SB3 has one learning rate, so its
+critic and α optimizers are set to 1e-3 each update), α autotuned from 1.0 towards −dim(A).
+TD3: learning starts at 25k, lr 3e-4, exploration noise 0.1 and smoothing noise 0.2 clipped at 0.5
+(SB3 adds them in its [−1, 1] action space, the same as ours times the half range), delay 2.
+DDPG: TD3's settings without twin critics and smoothing, actor and targets every 2 steps (SB3's DDPG
+fixes its policy delay at 1; the benchmark sets it to 2).
+What differs and cannot be set: SB3's SAC updates its actor once per step where ours updates it
+twice every 2 steps, and bounds its log-std to [−20, 2] by clipping where ours squashes it into
+[−5, 2]; SB3 adds 1e-6 inside log(1 − tanh²), ours uses the exact form.
+
+Return: mean of each run's last 10 training episodes (the scripts' `charts/episodic_return`, SB3's
+Monitor), then mean ± std over seeds. SPS: env steps per second of the training loop (start-up
+excluded): ours from its last `charts/SPS`, SB3's as total steps / `learn()` wall time.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import tyro
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+from cleanrl_utils.report import find_runs, read_scalars  # noqa: E402
+
+LAST_EPISODES = 10
+
+SB3_RUN = r"""
+import json, sys, time
+import gymnasium as gym
+import numpy as np
+from stable_baselines3 import DDPG, SAC, TD3
+from stable_baselines3.common.monitor import Monitor
+from stable_baselines3.common.noise import NormalActionNoise
+
+algo, env_id, seed, total_timesteps, monitor_path = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+env = Monitor(gym.make(env_id), monitor_path)
+action_dim = env.action_space.shape[0]
+common = dict(buffer_size=1_000_000, batch_size=256, tau=0.005, gamma=0.99, train_freq=1, gradient_steps=1,
+              policy_kwargs=dict(net_arch=[256, 256]), device="cpu", seed=seed, verbose=0)
+
+
+class SACWithCleanRLLearningRates(SAC):
+    # ours: policy lr 3e-4, Q and alpha lr 1e-3; SB3 resets every optimizer to its one schedule each update
+    def _update_learning_rate(self, optimizers):
+        super()._update_learning_rate(optimizers)
+        for optimizer in (self.critic.optimizer, self.ent_coef_optimizer):
+            for group in optimizer.param_groups:
+                group["lr"] = 1e-3
+
+
+noise = NormalActionNoise(np.zeros(action_dim), 0.1 * np.ones(action_dim))
+if algo == "sac":
+    model = SACWithCleanRLLearningRates("MlpPolicy", env, learning_rate=3e-4, learning_starts=5000,
+                                        ent_coef="auto", target_update_interval=1, target_entropy="auto", **common)
+elif algo == "td3":
+    model = TD3("MlpPolicy", env, learning_rate=3e-4, learning_starts=25_000, action_noise=noise, policy_delay=2,
+                target_policy_noise=0.2, target_noise_clip=0.5, **common)
+else:
+    model = DDPG("MlpPolicy", env, learning_rate=3e-4, learning_starts=25_000, action_noise=noise, **common)
+    model.policy_delay = 2  # CleanRL's DDPG delays its actor like TD3; SB3's constructor fixes 1
+start = time.time()
+model.learn(total_timesteps=total_timesteps)
+elapsed = time.time() - start
+print(json.dumps({"sps": total_timesteps / elapsed, "returns": [float(r) for r in env.get_episode_rewards()]}))
+"""
+
+
+@dataclass
+class Args:
+    algos: list[str] = field(default_factory=lambda: ["sac", "td3", "ddpg"])
+    """which algorithms (sac, td3, ddpg)"""
+    env_ids: list[str] = field(default_factory=lambda: ["Hopper-v5", "HalfCheetah-v5"])
+    """the MuJoCo tasks"""
+    seeds: list[int] = field(default_factory=lambda: [1, 2, 3])
+    """the seeds, run for both libraries"""
+    total_timesteps: int = 100_000
+    """environment steps per run"""
+    out: str = str(REPO / "benchmark" / "out" / "continuous_vs_sb3")
+    """where runs and their result files go (finished runs there are not run again)"""
+    markdown: str = str(REPO / "benchmark" / "results" / "continuous_vs_sb3.md")
+    """where the result table goes"""
+
+
+def run_env():
+    return dict(os.environ, OMP_NUM_THREADS="1", WANDB_MODE="disabled", PYTHONUNBUFFERED="1")
+
+
+def run_ours(algo, env_id, seed, total_timesteps, folder):
+    folder.mkdir(parents=True, exist_ok=True)
+    script = REPO / "cleanrl" / f"{algo}_continuous_action.py"
+    command = [
+        sys.executable,
+        str(script),
+        "--env-id",
+        env_id,
+        "--seed",
+        str(seed),
+        "--total-timesteps",
+        str(total_timesteps),
+        "--no-cuda",
+    ]
+    start = time.time()
+    subprocess.run(command, cwd=folder, env=run_env(), check=True, stdout=subprocess.DEVNULL)
+    (run,) = find_runs(str(folder / "runs"))
+    _, returns = read_scalars(run.path, "charts/episodic_return")
+    _, sps = read_scalars(run.path, "charts/SPS")
+    return {"sps": float(sps[-1]), "returns": [float(r) for r in returns], "wall_s": time.time() - start}
+
+
+def run_sb3(algo, env_id, seed, total_timesteps, folder):
+    folder.mkdir(parents=True, exist_ok=True)
+    command = [sys.executable, "-c", SB3_RUN, algo, env_id, str(seed), str(total_timesteps), str(folder / "monitor")]
+    start = time.time()
+    result = subprocess.run(command, cwd=folder, env=run_env(), check=True, capture_output=True, text=True)
+    return json.loads(result.stdout.strip().splitlines()[-1]) | {"wall_s": time.time() - start}
+
+
+def table(results, args):
+    lines = [
+        "| algo | env | cleanrl return | SB3 return | cleanrl SPS | SB3 SPS | SPS ratio (ours / SB3) | seeds |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for algo in args.algos:
+        for env_id in args.env_ids:
+            pairs = [(results.get(("cleanrl", algo, env_id, s)), results.get(("sb3", algo, env_id, s))) for s in args.seeds]
+            pairs = [(a, b) for a, b in pairs if a and b]
+            if not pairs:
+                continue
+            cells = []
+            for side in (0, 1):
+                finals = [np.mean(p[side]["returns"][-LAST_EPISODES:]) for p in pairs]
+                cells.append(f"{np.mean(finals):.2f} ± {np.std(finals):.2f}")
+            sps = [[p[side]["sps"] for p in pairs] for side in (0, 1)]
+            ratios = [a / b for a, b in zip(*sps)]
+            lines.append(
+                f"| {algo} | {env_id} | {cells[0]} | {cells[1]} | {np.mean(sps[0]):.0f} | {np.mean(sps[1]):.0f} "
+                f"| {np.mean(ratios):.2f} (min {min(ratios):.2f}, max {max(ratios):.2f}) | {len(pairs)} |"
+            )
+    return "\n".join(lines)
+
+
+def main(args):
+    out = Path(args.out)
+    results = {}
+    for env_id in args.env_ids:
+        for seed in args.seeds:  # every algorithm at one seed before the next seed: partial tables stay useful
+            for algo in args.algos:
+                for side, runner in (("cleanrl", run_ours), ("sb3", run_sb3)):
+                    key = (side, algo, env_id, seed)
+                    path = out / f"{side}_{algo}_{env_id}_{seed}_{args.total_timesteps}.json"
+                    if not path.exists():
+                        print(f"running {side} {algo} {env_id} seed {seed} ({args.total_timesteps} steps)", flush=True)
+                        result = runner(algo, env_id, seed, args.total_timesteps, out / path.stem)
+                        path.write_text(json.dumps(result))
+                    results[key] = json.loads(path.read_text())
+                    write_markdown(results, args)
+
+
+def write_markdown(results, args):
+    command = " ".join(["benchmark/continuous_vs_sb3.py", *sys.argv[1:]])
+    Path(args.markdown).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.markdown).write_text(
+        f"# cleanrl vs Stable-Baselines3: SAC, TD3, DDPG on MuJoCo ({args.total_timesteps} steps)\n\n"
+        f"Command: `.venv/bin/python {command}` (settings and method in the script's docstring).\n"
+        f"Return: mean of the last {LAST_EPISODES} training episodes per run, mean ± std over seeds. SPS: env steps "
+        "per second of the training loop, one run at a time, OMP_NUM_THREADS=1, CPU.\n\n" + table(results, args) + "\n"
+    )
+
+
+if __name__ == "__main__":
+    main(tyro.cli(Args))

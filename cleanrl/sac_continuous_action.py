@@ -1,0 +1,589 @@
+# Soft Actor-Critic (SAC) for continuous (Box) actions, e.g. the MuJoCo tasks.
+# Papers: Haarnoja et al. 2018, "Soft Actor-Critic: Off-Policy Maximum Entropy Deep Reinforcement
+# Learning with a Stochastic Actor" (ICML, arXiv:1801.01290), and Haarnoja et al. 2018, "Soft
+# Actor-Critic Algorithms and Applications" (arXiv:1812.05905) for the automatically tuned
+# temperature α with target entropy −dim(A) and twin Q-networks without a value network.
+# Defaults are CleanRL's published ones: 256-256 ReLU MLPs, 1M replay buffer, batch 256, Adam with
+# policy lr 3e-4 and Q / α lr 1e-3, τ 0.005, learning starts at 5k env steps (uniform random actions
+# before), the actor and α updated twice every 2 env steps (TD3's delay, same number of updates),
+# log-std squashed into [−5, 2].
+# Deliberate differences from older implementations: each action dimension is rescaled to its own
+# bounds [low, high] (tanh · (high − low)/2 + (high + low)/2, bounds read from the unwrapped env) and
+# the log-prob carries the log-scale of that rescaling; log(1 − tanh²) is computed in its exact,
+# stable softplus form instead of adding 1e-6; an episode cut by a time limit is not terminal (its
+# transition stores the true final observation and bootstraps from it); with several envs every env
+# step past learning_starts gets one gradient step, so the update-to-data ratio stays 1.
+# Evaluation acts deterministically with the mean action tanh(μ) rescaled to the bounds.
+import math
+import os
+import random
+import sys
+import time
+from collections import deque
+from dataclasses import dataclass
+from typing import Optional
+
+import gymnasium as gym
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+import torch.optim as optim
+from torch.utils.tensorboard import SummaryWriter
+
+
+@dataclass
+class Args:
+    exp_name: str = os.path.basename(__file__)[: -len(".py")]
+    """the name of this experiment"""
+    seed: int = 1
+    """seed of the experiment"""
+    torch_deterministic: bool = True
+    """if toggled, `torch.backends.cudnn.deterministic=True`"""
+    cuda: bool = True
+    """if toggled, cuda will be used when available"""
+    track: bool = False
+    """if toggled, this experiment will be tracked with Weights and Biases"""
+    wandb_project_name: str = "cleanRL"
+    """the wandb's project name"""
+    wandb_entity: Optional[str] = None
+    """the entity (team) of wandb's project"""
+    capture_video: bool = False
+    """whether to capture videos of the agent performances (check out `videos` folder)"""
+    save_model: bool = False
+    """whether to save the model into `runs/{run_name}` and evaluate it for 10 episodes"""
+    upload_model: bool = False
+    """whether to upload the saved model to the Hugging Face Hub (not available yet)"""
+    hf_entity: str = ""
+    """the user or org name of the model repository on the Hugging Face Hub"""
+
+    env_id: str = "Hopper-v5"
+    """the id of the environment"""
+    total_timesteps: int = 1000000
+    """total environment steps of the experiment"""
+    num_envs: int = 1
+    """the number of parallel game environments"""
+    buffer_size: int = 1000000
+    """the replay memory buffer size (transitions)"""
+    gamma: float = 0.99
+    """the discount factor gamma"""
+    tau: float = 0.005
+    """target smoothing coefficient"""
+    batch_size: int = 256
+    """the batch size of sample from the replay memory"""
+    learning_starts: int = 5000
+    """timestep to start learning"""
+    policy_lr: float = 3e-4
+    """the learning rate of the policy network optimizer"""
+    q_lr: float = 1e-3
+    """the learning rate of the Q network optimizer (and of α's)"""
+    policy_frequency: int = 2
+    """the frequency of training the policy (delayed); it is then trained this many times"""
+    target_network_frequency: int = 1
+    """the frequency of updates for the target networks (env steps)"""
+    alpha: float = 0.2
+    """entropy regularization coefficient (the fixed one, without --autotune)"""
+    autotune: bool = True
+    """automatic tuning of the entropy coefficient"""
+
+
+def make_env(env_id, idx, capture_video, run_name):
+    def thunk():
+        if capture_video and idx == 0:
+            env = gym.make(env_id, render_mode="rgb_array")
+            env = gym.wrappers.RecordVideo(env, f"videos/{run_name}")
+        else:
+            env = gym.make(env_id)
+        env = gym.wrappers.RecordEpisodeStatistics(env)
+        return env
+
+    return thunk
+
+
+def make_vector_env(env_id, num_envs, capture_video, run_name):
+    # SAME_STEP autoreset: a finished sub-env is reset inside the same `step` call, and its true last
+    # observation comes back in `info["final_obs"]`, so every stored transition is a real one.
+    return gym.vector.SyncVectorEnv(
+        [make_env(env_id, i, capture_video, run_name) for i in range(num_envs)],
+        autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
+    )
+
+
+def action_bounds(env):
+    """The env's per-dimension action bounds (low, high) as float32 arrays, read from the unwrapped env:
+    wrappers such as ClipAction report (−inf, inf) although the env itself is bounded."""
+    space = env.unwrapped.action_space
+    return space.low.astype(np.float32), space.high.astype(np.float32)
+
+
+def rescale_action(squashed, action_scale, action_bias):
+    """Maps tanh outputs in [−1, 1] to the env's bounds, per dimension: y · scale + bias, with
+    scale = (high − low) / 2 and bias = (high + low) / 2 (tensors broadcasting over the batch)."""
+    return squashed * action_scale + action_bias
+
+
+def squashed_gaussian_log_prob(u, mean, log_std, action_scale):
+    """log π(a|s) of a = tanh(u) · scale + bias with u ~ N(mean, exp(log_std)), summed over the
+    action dimensions; (B, A) inputs, (B,) output.
+
+    Change of variables (SAC paper, appendix C): log N(u) − Σ log(scale · (1 − tanh(u)²)), with
+    log(1 − tanh(u)²) = 2 (log 2 − u − softplus(−2u)), exact and finite for any u.
+    """
+    gaussian = torch.distributions.Normal(mean, log_std.exp()).log_prob(u)
+    log_det = torch.log(action_scale) + 2.0 * (math.log(2.0) - u - F.softplus(-2.0 * u))
+    return (gaussian - log_det).sum(dim=1)
+
+
+def soft_update(target, source, tau):
+    """Polyak averaging of parameters: target ← τ · source + (1 − τ) · target."""
+    with torch.no_grad():
+        for target_param, param in zip(target.parameters(), source.parameters()):
+            target_param.mul_(1.0 - tau).add_(param, alpha=tau)
+
+
+def soft_q_target(rewards, dones, gamma, qf1_next_target, qf2_next_target, next_log_pi, alpha):
+    """Soft TD targets r + γ (1 − done) (min(Q1', Q2')(s', a') − α log π(a'|s')), a' ~ π(s'); (B,) tensors.
+
+    `dones` marks terminal transitions only: a truncated transition bootstraps from its true final
+    observation.
+    """
+    return rewards + gamma * (1.0 - dones) * (torch.min(qf1_next_target, qf2_next_target) - alpha * next_log_pi)
+
+
+LOG_STD_MAX = 2
+LOG_STD_MIN = -5
+
+
+class SoftQNetwork(nn.Module):
+    def __init__(self, obs_dim, action_dim):
+        super().__init__()
+        self.fc1 = nn.Linear(obs_dim + action_dim, 256)
+        self.fc2 = nn.Linear(256, 256)
+        self.fc3 = nn.Linear(256, 1)
+
+    def forward(self, x, a):
+        x = torch.cat([x, a], 1)
+        x = F.relu(self.fc1(x))
+        x = F.relu(self.fc2(x))
+        return self.fc3(x).squeeze(1)
+
+
+class Actor(nn.Module):
+    def __init__(self, obs_dim, action_low, action_high):
+        super().__init__()
+        action_dim = len(action_low)
+        self.fc1 = nn.Linear(obs_dim, 256)
+        self.fc2 = nn.Linear(256, 256)
+        self.fc_mean = nn.Linear(256, action_dim)
+        self.fc_logstd = nn.Linear(256, action_dim)
+        # buffers, so they move with .to(device) and are saved with the weights
+        self.register_buffer("action_scale", torch.as_tensor((action_high - action_low) / 2.0, dtype=torch.float32))
+        self.register_buffer("action_bias", torch.as_tensor((action_high + action_low) / 2.0, dtype=torch.float32))
+
+    def forward(self, x):
+        x = F.relu(self.fc1(x))
+        x = F.relu(self.fc2(x))
+        mean = self.fc_mean(x)
+        log_std = torch.tanh(self.fc_logstd(x))
+        log_std = LOG_STD_MIN + 0.5 * (LOG_STD_MAX - LOG_STD_MIN) * (log_std + 1)  # into [LOG_STD_MIN, LOG_STD_MAX]
+        return mean, log_std
+
+    def get_action(self, x):
+        """A reparameterised sample a ~ π(·|x), its log-prob (B,), and the deterministic action."""
+        mean, log_std = self(x)
+        u = mean + log_std.exp() * torch.randn_like(mean)
+        action = rescale_action(torch.tanh(u), self.action_scale, self.action_bias)
+        log_prob = squashed_gaussian_log_prob(u, mean, log_std, self.action_scale)
+        return action, log_prob, rescale_action(torch.tanh(mean), self.action_scale, self.action_bias)
+
+
+class ReplayBuffer:
+    """A circular buffer of the last `buffer_size` transitions (obs, action, reward, next_obs, done).
+
+    `next_obs` is the observation the action led to: at a time-limit truncation it is the episode's
+    true final observation (not the next episode's first), and `done` is the termination flag only,
+    so truncated transitions still bootstrap. Every stored slot is a whole transition, so any filled
+    slot may be sampled.
+    """
+
+    def __init__(self, buffer_size, obs_shape, action_dim, device):
+        self.buffer_size = buffer_size
+        self.device = device
+        self.obs = np.zeros((buffer_size,) + obs_shape, dtype=np.float32)
+        self.next_obs = np.zeros((buffer_size,) + obs_shape, dtype=np.float32)
+        self.actions = np.zeros((buffer_size, action_dim), dtype=np.float32)
+        self.rewards = np.zeros(buffer_size, dtype=np.float32)
+        self.dones = np.zeros(buffer_size, dtype=np.float32)
+        self.pos = 0
+        self.size = 0
+
+    def add(self, obs, actions, rewards, terminations, truncations, next_obs, final_obs):
+        """Stores one vector step (arrays with a leading num_envs axis) taken from `obs`.
+
+        `next_obs` is what `envs.step` returned: where an episode ended it already starts the next
+        episode, so the true last observation `final_obs[i]` is stored instead.
+        """
+        for i in range(len(actions)):
+            ended = terminations[i] or truncations[i]
+            self.obs[self.pos] = obs[i]
+            self.next_obs[self.pos] = final_obs[i] if ended else next_obs[i]
+            self.actions[self.pos] = actions[i]
+            self.rewards[self.pos] = rewards[i]
+            self.dones[self.pos] = terminations[i]
+            self.pos = (self.pos + 1) % self.buffer_size
+            self.size = min(self.size + 1, self.buffer_size)
+
+    def sample(self, batch_size):
+        """`batch_size` transitions drawn uniformly (with replacement) as tensors on the device."""
+        idx = np.random.randint(0, self.size, size=batch_size)
+        return (
+            torch.as_tensor(self.obs[idx], device=self.device),
+            torch.as_tensor(self.actions[idx], device=self.device),
+            torch.as_tensor(self.rewards[idx], device=self.device),
+            torch.as_tensor(self.next_obs[idx], device=self.device),
+            torch.as_tensor(self.dones[idx], device=self.device),
+        )
+
+
+def available_memory():
+    """Bytes of memory a new allocation can use (Linux MemAvailable, capped by a cgroup v2 memory
+    limit when the process runs in a container), or None where neither can be read."""
+    available = None
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    available = int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    try:
+        with open("/sys/fs/cgroup/memory.max") as f:
+            limit = f.read().strip()
+        with open("/sys/fs/cgroup/memory.current") as f:
+            used = int(f.read())
+        if limit != "max" and available is not None:
+            available = min(available, int(limit) - used)
+    except (OSError, ValueError):
+        pass
+    return available
+
+
+def replay_memory_error(args, obs_shape, action_dim, headroom=2**30):
+    """Why the replay buffer cannot fit in memory as one line (None when it fits or memory is unknown).
+
+    NumPy allocates the buffer lazily, so a buffer too large would only fail once it fills up;
+    `headroom` (bytes) is left for the networks and envs."""
+    obs_bytes = int(np.prod(obs_shape)) * 4  # float32
+    needed = args.buffer_size * (2 * obs_bytes + 4 * action_dim + 4 + 4)
+    available = available_memory()
+    if available is not None and needed + headroom > available:
+        return (
+            f"the replay buffer needs {needed / 2**30:.1f} GiB (--buffer-size {args.buffer_size}) plus "
+            f"{headroom / 2**30:.0f} GiB for the rest, but only {available / 2**30:.1f} GiB of memory is available; "
+            "lower --buffer-size"
+        )
+    return None
+
+
+def space_error(args, env):
+    """What the script cannot handle about the env's spaces, as one line, or None."""
+    script = os.path.basename(__file__)
+    action_space = env.unwrapped.action_space
+    if not isinstance(action_space, gym.spaces.Box) or len(action_space.shape) != 1:
+        return f"{script} supports 1-D Box action spaces; {args.env_id} has {action_space}"
+    low, high = action_space.low, action_space.high
+    if not (np.all(np.isfinite(low)) and np.all(np.isfinite(high)) and np.all(high > low)):
+        return (
+            f"{script} squashes actions into their bounds, which must be finite with high > low in every "
+            f"dimension; {args.env_id} has low={low.tolist()} high={high.tolist()}"
+        )
+    observation_space = env.observation_space
+    if not isinstance(observation_space, gym.spaces.Box) or len(observation_space.shape) != 1:
+        return f"{script} supports 1-D Box observations; {args.env_id} has {observation_space}"
+    return None
+
+
+def validation_error(args):
+    """The first problem with the command-line values as one line, or None when all is well."""
+    if not 0 <= args.seed < 2**32:
+        return f"--seed must be in [0, 2**32 - 1], got {args.seed}"
+    if "/" in args.exp_name or "__" in args.exp_name or not args.exp_name:
+        return f"--exp-name {args.exp_name!r} must be non-empty, without '/' or '__' (they split run names)"
+    run_name_bytes = len(f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}".encode())
+    if run_name_bytes > 255:
+        return f"the run name would be {run_name_bytes} bytes, more than a folder name can hold (255); shorten --exp-name"
+    for name in ("num_envs", "buffer_size", "batch_size", "policy_frequency", "target_network_frequency"):
+        if getattr(args, name) < 1:
+            return f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}"
+    if args.buffer_size < args.batch_size:
+        return f"--buffer-size {args.buffer_size} is smaller than one batch (--batch-size {args.batch_size})"
+    if args.learning_starts < 0:
+        return f"--learning-starts must be at least 0, got {args.learning_starts}"
+    run_steps = args.total_timesteps // args.num_envs * args.num_envs  # whole vector steps
+    if run_steps <= args.learning_starts:
+        return (
+            f"--total-timesteps {args.total_timesteps} does not exceed --learning-starts {args.learning_starts} "
+            "by a gradient step (one every env step), so no update would run"
+        )
+    if not 0.0 <= args.gamma <= 1.0:
+        return f"--gamma must be in [0, 1], got {args.gamma}"
+    if not 0.0 < args.tau <= 1.0:
+        return f"--tau must be in (0, 1], got {args.tau}"
+    float32_max = float(np.finfo(np.float32).max)  # the update computes in float32
+    for name in ("policy_lr", "q_lr"):
+        # Adam's first step divides the learning rate by 1 - β1 = 0.1, in float32
+        if not 0.0 < getattr(args, name) <= float32_max / 10:
+            flag = f"--{name.replace('_', '-')}"
+            return f"{flag} must be positive and at most {float32_max / 10:.1e} (Adam), got {getattr(args, name)}"
+    if not 0.0 <= args.alpha <= float32_max:
+        return f"--alpha must be non-negative and finite in float32, got {args.alpha}"
+    if args.upload_model:
+        return "--upload-model is not available yet; use --save-model and upload runs/<run_name>/ yourself"
+    if args.capture_video:
+        try:
+            import moviepy  # noqa: F401
+        except ImportError:
+            return "--capture-video needs moviepy (pip install moviepy)"
+    return None
+
+
+def evaluate(model_path, eval_episodes, run_name, device, capture_video=False):
+    """Runs the saved actor with its deterministic (mean) action for `eval_episodes` episodes;
+    returns their episodic returns."""
+    checkpoint = torch.load(model_path, map_location=device, weights_only=True)
+    saved = checkpoint["args"]
+    envs = make_vector_env(saved["env_id"], 1, capture_video, f"{run_name}-eval")
+    actor = Actor(envs.single_observation_space.shape[0], *action_bounds(envs.envs[0])).to(device)
+    actor.load_state_dict(checkpoint["model"])
+    actor.eval()
+    obs, _ = envs.reset(seed=saved["seed"] + 100_000)
+    episodic_returns = []
+    while len(episodic_returns) < eval_episodes:
+        with torch.no_grad():
+            _, _, actions = actor.get_action(torch.as_tensor(obs, dtype=torch.float32, device=device))
+        obs, _, _, _, infos = envs.step(actions.cpu().numpy())
+        if "final_info" in infos and "episode" in infos["final_info"]:
+            episodic_returns.append(float(infos["final_info"]["episode"]["r"][0]))
+    envs.close()
+    return episodic_returns
+
+
+if __name__ == "__main__":
+    import tyro
+
+    args = tyro.cli(Args)
+    if args.capture_video:
+        os.environ.setdefault("MUJOCO_GL", "egl")  # headless MuJoCo rendering
+        os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # rgb_array rendering needs no display
+    # command-line values first, then the env (making it can already write files, e.g. MuJoCo's log)
+    error = validation_error(args)
+    if error is None:
+        try:
+            probe_env = gym.make(args.env_id)
+        except Exception as e:  # unknown ids, missing modules or extras: all mean this env cannot be made
+            error = f"cannot make {args.env_id!r}: {e}"
+        else:
+            error = space_error(args, probe_env)
+            if error is None:
+                error = replay_memory_error(args, probe_env.observation_space.shape, probe_env.action_space.shape[0])
+            probe_env.close()
+    if error is not None:
+        print(f"{os.path.basename(__file__)}: {error}", file=sys.stderr)
+        sys.exit(2)
+    num_iterations = args.total_timesteps // args.num_envs
+    if args.total_timesteps % args.num_envs != 0:
+        print(f"running {num_iterations * args.num_envs} steps: --total-timesteps rounded down to whole vector steps")
+
+    random.seed(args.seed)
+    np.random.seed(args.seed)
+    torch.manual_seed(args.seed)
+    torch.backends.cudnn.deterministic = args.torch_deterministic
+    device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
+
+    run_time = int(time.time())
+    while True:  # another run that started in the same second already owns that name: take the next second
+        run_name = f"{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"
+        try:
+            os.makedirs(f"runs/{run_name}")
+            break
+        except FileExistsError:
+            run_time += 1
+    if args.track:
+        import wandb
+
+        try:
+            wandb.init(
+                project=args.wandb_project_name,
+                entity=args.wandb_entity,
+                sync_tensorboard=True,
+                config=vars(args),
+                name=run_name,
+                save_code=True,
+            )
+        except Exception as e:  # not logged in, no network, unknown entity: stop before anything is written
+            os.rmdir(f"runs/{run_name}")
+            if not os.listdir("runs"):
+                os.rmdir("runs")
+            reason = (str(e).splitlines() or [type(e).__name__])[0]
+            print(
+                f"{os.path.basename(__file__)}: --track could not start a W&B run ({reason}); "
+                "run `wandb login` or set WANDB_MODE=offline",
+                file=sys.stderr,
+            )
+            sys.exit(2)
+    writer = SummaryWriter(f"runs/{run_name}")
+    writer.add_text(
+        "hyperparameters",
+        "|param|value|\n|-|-|\n" + "\n".join(f"|{key}|{value}|" for key, value in vars(args).items()),
+    )
+    uploaded_videos = set()
+
+    def upload_new_videos(video_dir):
+        # W&B gets each finished video once, explicitly (gym's RecordVideo has no W&B hook).
+        if args.track and os.path.isdir(video_dir):
+            for name in sorted(os.listdir(video_dir)):
+                path = os.path.join(video_dir, name)  # the eval videos reuse the training videos' names
+                if name.endswith(".mp4") and path not in uploaded_videos:
+                    uploaded_videos.add(path)
+                    wandb.log({"videos": wandb.Video(path, format="mp4")})
+
+    envs = make_vector_env(args.env_id, args.num_envs, args.capture_video, run_name)
+    envs.action_space.seed(args.seed)
+    obs_dim = envs.single_observation_space.shape[0]
+    action_low, action_high = action_bounds(envs.envs[0])
+    action_dim = len(action_low)
+
+    actor = Actor(obs_dim, action_low, action_high).to(device)
+    qf1 = SoftQNetwork(obs_dim, action_dim).to(device)
+    qf2 = SoftQNetwork(obs_dim, action_dim).to(device)
+    qf1_target = SoftQNetwork(obs_dim, action_dim).to(device)
+    qf2_target = SoftQNetwork(obs_dim, action_dim).to(device)
+    qf1_target.load_state_dict(qf1.state_dict())
+    qf2_target.load_state_dict(qf2.state_dict())
+    q_optimizer = optim.Adam(list(qf1.parameters()) + list(qf2.parameters()), lr=args.q_lr)
+    actor_optimizer = optim.Adam(list(actor.parameters()), lr=args.policy_lr)
+
+    if args.autotune:
+        target_entropy = -float(action_dim)  # −dim(A), the SAC-v2 heuristic
+        log_alpha = torch.zeros(1, requires_grad=True, device=device)
+        alpha = log_alpha.exp().item()
+        a_optimizer = optim.Adam([log_alpha], lr=args.q_lr)
+    else:
+        alpha = args.alpha
+
+    rb = ReplayBuffer(args.buffer_size, envs.single_observation_space.shape, action_dim, device)
+
+    global_step = 0
+    start_time = time.time()
+    last_print = start_time
+    recent_returns = deque(maxlen=20)
+    actor_loss = alpha_loss = None
+    obs, _ = envs.reset(seed=args.seed)
+    for iteration in range(num_iterations):
+        if global_step < args.learning_starts:
+            actions = envs.action_space.sample()
+        else:
+            with torch.no_grad():
+                actions, _, _ = actor.get_action(torch.as_tensor(obs, dtype=torch.float32, device=device))
+            actions = actions.cpu().numpy()
+
+        next_obs, rewards, terminations, truncations, infos = envs.step(actions)
+        previous_step, global_step = global_step, global_step + args.num_envs
+
+        # where an episode ended, next_obs already starts the next one; the buffer takes the true last
+        # observation from final_obs
+        rb.add(obs, actions, rewards, terminations, truncations, next_obs, infos.get("final_obs"))
+        if "final_info" in infos and "episode" in infos["final_info"]:
+            episode = infos["final_info"]["episode"]
+            for i in np.nonzero(infos["final_info"]["_episode"])[0]:
+                recent_returns.append(float(episode["r"][i]))
+                writer.add_scalar("charts/episodic_return", episode["r"][i], global_step)
+                writer.add_scalar("charts/episodic_length", episode["l"][i], global_step)
+        obs = next_obs
+
+        # one gradient step for every env step past learning_starts that this vector step covered;
+        # `step` numbers them so that the policy, target and logging cadences fire at their rates
+        for step in range(max(previous_step, args.learning_starts) + 1, global_step + 1):
+            b_obs, b_actions, b_rewards, b_next_obs, b_dones = rb.sample(args.batch_size)
+            with torch.no_grad():
+                next_state_actions, next_state_log_pi, _ = actor.get_action(b_next_obs)
+                qf1_next_target = qf1_target(b_next_obs, next_state_actions)
+                qf2_next_target = qf2_target(b_next_obs, next_state_actions)
+                next_q_value = soft_q_target(
+                    b_rewards, b_dones, args.gamma, qf1_next_target, qf2_next_target, next_state_log_pi, alpha
+                )
+            qf1_a_values = qf1(b_obs, b_actions)
+            qf2_a_values = qf2(b_obs, b_actions)
+            qf1_loss = F.mse_loss(qf1_a_values, next_q_value)
+            qf2_loss = F.mse_loss(qf2_a_values, next_q_value)
+            qf_loss = qf1_loss + qf2_loss
+            # one sync per gradient step: stop before a non-finite loss reaches the weights
+            if not torch.isfinite(qf_loss):
+                script = os.path.basename(__file__)
+                print(f"{script}: non-finite loss at global_step {global_step}; stopping", file=sys.stderr)
+                writer.close()
+                envs.close()
+                sys.exit(1)
+            q_optimizer.zero_grad()
+            qf_loss.backward()
+            q_optimizer.step()
+
+            if step % args.policy_frequency == 0:  # TD3's delayed update
+                for _ in range(args.policy_frequency):  # compensate the delay with as many updates
+                    pi, log_pi, _ = actor.get_action(b_obs)
+                    min_qf_pi = torch.min(qf1(b_obs, pi), qf2(b_obs, pi))
+                    actor_loss = (alpha * log_pi - min_qf_pi).mean()
+                    actor_optimizer.zero_grad()
+                    actor_loss.backward()
+                    actor_optimizer.step()
+
+                    if args.autotune:
+                        with torch.no_grad():
+                            _, log_pi, _ = actor.get_action(b_obs)
+                        alpha_loss = (-log_alpha.exp() * (log_pi + target_entropy)).mean()
+                        a_optimizer.zero_grad()
+                        alpha_loss.backward()
+                        a_optimizer.step()
+                        alpha = log_alpha.exp().item()
+
+            if step % args.target_network_frequency == 0:
+                soft_update(qf1_target, qf1, args.tau)
+                soft_update(qf2_target, qf2, args.tau)
+
+            if step % 100 == 0:
+                writer.add_scalar("losses/qf1_values", qf1_a_values.mean().item(), global_step)
+                writer.add_scalar("losses/qf2_values", qf2_a_values.mean().item(), global_step)
+                writer.add_scalar("losses/qf1_loss", qf1_loss.item(), global_step)
+                writer.add_scalar("losses/qf2_loss", qf2_loss.item(), global_step)
+                writer.add_scalar("losses/qf_loss", qf_loss.item() / 2.0, global_step)
+                if actor_loss is not None:
+                    writer.add_scalar("losses/actor_loss", actor_loss.item(), global_step)
+                writer.add_scalar("losses/alpha", alpha, global_step)
+                if alpha_loss is not None:
+                    writer.add_scalar("losses/alpha_loss", alpha_loss.item(), global_step)
+                writer.add_scalar("charts/SPS", int(global_step / (time.time() - start_time)), global_step)
+
+        if time.time() - last_print > 10 or iteration == num_iterations - 1:
+            last_print = time.time()
+            sps = int(global_step / (time.time() - start_time))
+            recent = f"{np.mean(recent_returns):.2f}" if recent_returns else "n/a"
+            print(f"global_step={global_step}, episodic_return(last {len(recent_returns)})={recent}, SPS={sps}", flush=True)
+            upload_new_videos(f"videos/{run_name}")
+
+    if args.save_model:
+        model_path = f"runs/{run_name}/{args.exp_name}.cleanrl_model"
+        torch.save(
+            {"model": actor.state_dict(), "qf1": qf1.state_dict(), "qf2": qf2.state_dict(), "args": vars(args)},
+            model_path,
+        )
+        print(f"model saved to {model_path}")
+        episodic_returns = evaluate(model_path, 10, run_name, device, capture_video=args.capture_video)
+        for idx, episodic_return in enumerate(episodic_returns):
+            writer.add_scalar("eval/episodic_return", episodic_return, idx)
+        print(f"eval/episodic_return over {len(episodic_returns)} episodes: {np.mean(episodic_returns):.2f}")
+        upload_new_videos(f"videos/{run_name}-eval")
+
+    envs.close()
+    writer.close()
+    if args.track:
+        wandb.finish()
