@@ -3,5 +3,5 @@
 # 2 runs at a time, then c51_classic_control_table.md and c51_classic_control.png in benchmark/results/.
 #   bash benchmark/c51.sh
 #   ENVS=CartPole-v1 SEEDS="1 2" STEPS=100000 WORKERS=1 OUT=/tmp/c51 RESULTS=/tmp bash benchmark/c51.sh --track
-# Extra flags go to c51.py; see classic_control.sh for the settings.
-exec bash "$(dirname "$0")/classic_control.sh" c51 "$@"
+# Extra flags go to c51.py; see suite.sh for the settings.
+exec bash "$(dirname "$0")/suite.sh" classic_control c51 "$@"

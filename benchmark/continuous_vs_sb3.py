@@ -158,7 +158,30 @@ def table(results, args):
     return "\n".join(lines)
 
 
+LEARNING_STARTS = {"sac": 5000, "td3": 25_000, "ddpg": 25_000}  # the scripts' defaults, which SB3 is given too
+
+
+def validation_error(args):
+    """The first problem with the command-line values as one line, or None."""
+    unknown = [a for a in args.algos if a not in LEARNING_STARTS]
+    if unknown or not args.algos:
+        return f"--algos must name some of sac, td3, ddpg; got {args.algos}"
+    if not args.env_ids or not args.seeds:
+        return "--env-ids and --seeds must each name at least one"
+    needed = max(LEARNING_STARTS[a] for a in args.algos)
+    if args.total_timesteps <= needed:
+        algos = ", ".join(args.algos)
+        return f"--total-timesteps must exceed the learning start ({needed} steps for {algos}), got {args.total_timesteps}"
+    if not Path(args.markdown).resolve().parent.is_dir():
+        return f"--markdown {args.markdown}: its folder does not exist"
+    return None
+
+
 def main(args):
+    error = validation_error(args)
+    if error is not None:
+        print(f"continuous_vs_sb3.py: {error}", file=sys.stderr)
+        sys.exit(2)
     out = Path(args.out)
     results = {}
     for env_id in args.env_ids:
@@ -177,7 +200,6 @@ def main(args):
 
 def write_markdown(results, args):
     command = " ".join(["benchmark/continuous_vs_sb3.py", *sys.argv[1:]])
-    Path(args.markdown).parent.mkdir(parents=True, exist_ok=True)
     Path(args.markdown).write_text(
         f"# cleanrl vs Stable-Baselines3: SAC, TD3, DDPG on MuJoCo ({args.total_timesteps} steps)\n\n"
         f"Command: `.venv/bin/python {command}` (settings and method in the script's docstring).\n"

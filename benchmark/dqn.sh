@@ -3,5 +3,5 @@
 # 2 runs at a time, then dqn_classic_control_table.md and dqn_classic_control.png in benchmark/results/.
 #   bash benchmark/dqn.sh
 #   ENVS=CartPole-v1 SEEDS="1 2" STEPS=100000 WORKERS=1 OUT=/tmp/dqn RESULTS=/tmp bash benchmark/dqn.sh --track
-# Extra flags go to dqn.py; see classic_control.sh for the settings.
-exec bash "$(dirname "$0")/classic_control.sh" dqn "$@"
+# Extra flags go to dqn.py; see suite.sh for the settings.
+exec bash "$(dirname "$0")/suite.sh" classic_control dqn "$@"

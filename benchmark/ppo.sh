@@ -3,5 +3,5 @@
 # 2 runs at a time, then ppo_classic_control_table.md and ppo_classic_control.png in benchmark/results/.
 #   bash benchmark/ppo.sh
 #   ENVS=CartPole-v1 SEEDS="1 2" STEPS=100000 WORKERS=1 OUT=/tmp/ppo RESULTS=/tmp bash benchmark/ppo.sh --track
-# Extra flags go to ppo.py; see classic_control.sh for the settings.
-exec bash "$(dirname "$0")/classic_control.sh" ppo "$@"
+# Extra flags go to ppo.py; see suite.sh for the settings.
+exec bash "$(dirname "$0")/suite.sh" classic_control ppo "$@"

@@ -3,5 +3,5 @@
 # 2 runs at a time, then pqn_classic_control_table.md and pqn_classic_control.png in benchmark/results/.
 #   bash benchmark/pqn.sh
 #   ENVS=CartPole-v1 SEEDS="1 2" STEPS=100000 WORKERS=1 OUT=/tmp/pqn RESULTS=/tmp bash benchmark/pqn.sh --track
-# Extra flags go to pqn.py; see classic_control.sh for the settings.
-exec bash "$(dirname "$0")/classic_control.sh" pqn "$@"
+# Extra flags go to pqn.py; see suite.sh for the settings.
+exec bash "$(dirname "$0")/suite.sh" classic_control pqn "$@"

@@ -625,6 +625,8 @@ if __name__ == "__main__":
             recent = f"{np.mean(recent_returns):.2f}" if recent_returns else "n/a"
             print(f"global_step={global_step}, episodic_return(last {len(recent_returns)})={recent}, SPS={sps}", flush=True)
             upload_new_videos(f"videos/{run_name}")
+    envs.close()  # RecordVideo writes the video of an episode still running when it closes
+    upload_new_videos(f"videos/{run_name}")
 
     if args.save_model:
         model_path = f"runs/{run_name}/{args.exp_name}.cleanrl_model"
@@ -636,7 +638,6 @@ if __name__ == "__main__":
         print(f"eval/episodic_return over {len(episodic_returns)} episodes: {np.mean(episodic_returns):.2f}")
         upload_new_videos(f"videos/{run_name}-eval")
 
-    envs.close()
     writer.close()
     if args.track:
         wandb.finish()

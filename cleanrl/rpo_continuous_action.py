@@ -10,7 +10,8 @@
 # bootstraps from the value of its true final observation; the sampled action and its log-prob are
 # stored unclipped and only the action sent to the env is clipped to the per-dimension bounds; the
 # saved model carries the observation-normalisation statistics, which evaluation uses frozen.
-# Evaluation, as in ppo_continuous_action.py, samples actions from the unperturbed policy.
+# Evaluation acts deterministically with the policy's mean action (clipped to the bounds by the env's
+# ClipAction), where ppo_continuous_action.py samples.
 import os
 import random
 import sys
@@ -280,7 +281,8 @@ def validation_error(args):
 
 
 def evaluate(model_path, eval_episodes, run_name, device, capture_video=False):
-    """Runs the saved agent for `eval_episodes` episodes; returns their (unnormalised) episodic returns.
+    """Runs the saved agent with its mean action for `eval_episodes` episodes; returns their
+    (unnormalised) episodic returns.
 
     Observations are normalised with the saved statistics, frozen.
     """
@@ -299,7 +301,7 @@ def evaluate(model_path, eval_episodes, run_name, device, capture_video=False):
     episodic_returns = []
     while len(episodic_returns) < eval_episodes:
         with torch.no_grad():
-            actions, _, _, _ = agent.get_action_and_value(torch.as_tensor(obs, dtype=torch.float32, device=device))
+            actions = agent.actor_mean(torch.as_tensor(obs, dtype=torch.float32, device=device))
         obs, _, _, _, infos = envs.step(actions.cpu().numpy())
         if "final_info" in infos and "episode" in infos["final_info"]:
             episodic_returns.append(float(infos["final_info"]["episode"]["r"][0]))
@@ -529,6 +531,8 @@ if __name__ == "__main__":
             recent = f"{np.mean(recent_returns):.2f}" if recent_returns else "n/a"
             print(f"global_step={global_step}, episodic_return(last {len(recent_returns)})={recent}, SPS={sps}", flush=True)
         upload_new_videos(f"videos/{run_name}")
+    envs.close()  # RecordVideo writes the video of an episode still running when it closes
+    upload_new_videos(f"videos/{run_name}")
 
     if args.save_model:
         model_path = f"runs/{run_name}/{args.exp_name}.cleanrl_model"
@@ -542,7 +546,6 @@ if __name__ == "__main__":
         print(f"eval/episodic_return over {len(episodic_returns)} episodes: {np.mean(episodic_returns):.2f}")
         upload_new_videos(f"videos/{run_name}-eval")
 
-    envs.close()
     writer.close()
     if args.track:
         wandb.finish()

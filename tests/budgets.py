@@ -7,7 +7,17 @@ PPO_TINY = {
     "ppo_continuous_action.py": ["--total-timesteps", 256, "--num-steps", 128, "--num-minibatches", 4],
 }
 # MuJoCo renders slowly on the CPU: film short InvertedPendulum episodes rather than HalfCheetah's 1000 steps
-VIDEO_ENV = {"ppo_continuous_action.py": ["--env-id", "InvertedPendulum-v5"]}
+MUJOCO_VIDEO = ["--env-id", "InvertedPendulum-v5"]
+VIDEO_ENV = {
+    s: MUJOCO_VIDEO
+    for s in [
+        "ppo_continuous_action.py",
+        "rpo_continuous_action.py",
+        "sac_continuous_action.py",
+        "td3_continuous_action.py",
+        "ddpg_continuous_action.py",
+    ]
+}
 ATARI_BUFFER = ["--buffer-size", 1000, "--batch-size", 8]
 CLASSIC_BUFFER = ["--buffer-size", 500, "--batch-size", 32]
 # value-based: a few hundred env steps with learning from the start
@@ -19,4 +29,24 @@ VALUE_BASED_TINY = {
     "c51_atari.py": ["--total-timesteps", 400, "--learning-starts", 200, "--train-frequency", 1, *ATARI_BUFFER],
     "rainbow_atari.py": ["--total-timesteps", 400, "--learning-starts", 200, "--train-frequency", 1, *ATARI_BUFFER],
 }
-TINY = PPO_TINY | VALUE_BASED_TINY
+# continuous control: a few hundred MuJoCo steps (Hopper-v5 by default) with learning from step 100
+CONTINUOUS_BUFFER = ["--learning-starts", 100, "--buffer-size", 500, "--batch-size", 32]
+CONTINUOUS_TINY = {
+    "sac_continuous_action.py": ["--total-timesteps", 300, *CONTINUOUS_BUFFER],
+    "td3_continuous_action.py": ["--total-timesteps", 300, *CONTINUOUS_BUFFER],
+    "ddpg_continuous_action.py": ["--total-timesteps", 300, *CONTINUOUS_BUFFER],
+    "rpo_continuous_action.py": ["--total-timesteps", 256, "--num-steps", 128, "--num-minibatches", 4],
+    # the first Breakout game under random actions ends at step 291: learning from 300 logs an episode
+    "sac_atari.py": [
+        "--total-timesteps",
+        400,
+        "--learning-starts",
+        300,
+        "--update-frequency",
+        1,
+        "--target-network-frequency",
+        100,
+        *ATARI_BUFFER,
+    ],
+}
+TINY = PPO_TINY | VALUE_BASED_TINY | CONTINUOUS_TINY

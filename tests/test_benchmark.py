@@ -56,6 +56,9 @@ def test_sb3_speed_comparison_writes_its_table(script, steps, tmp_path):
         ("dqn_vs_sb3_speed.py", ["--rounds", "0"], "--rounds must be at least 1"),
         ("dqn_vs_sb3_speed.py", ["--total-timesteps", "100"], "at least 12000"),
         ("atari_replay_memory.py", ["--script", "nope"], "no cleanrl/nope.py"),
+        ("continuous_vs_sb3.py", ["--algos", "ppo"], "--algos must name some of sac, td3, ddpg"),
+        ("continuous_vs_sb3.py", ["--algos", "td3", "--total-timesteps", "25000"], "must exceed the learning start (25000"),
+        ("continuous_vs_sb3.py", ["--markdown", "/no/such/dir/s.md"], "its folder does not exist"),
         ("atari_replay_memory.py", ["--buffer-size", "10"], "--buffer-size must be at least 1000"),
     ],
 )
@@ -80,6 +83,34 @@ def test_value_based_classic_control_benchmarks_run_and_report(name, flags, tmp_
     run_benchmark(["bash", f"benchmark/{name}.sh", *flags], tmp_path, ENVS="CartPole-v1", SEEDS="1", STEPS="1024")
     table = (tmp_path / f"{name}_classic_control_table.md").read_text()
     assert f"| {name} | CartPole-v1 | 1 | 1 |" in table
+
+
+@pytest.mark.parametrize(
+    "name,flags",
+    [
+        ("sac", ["--learning-starts", "100", "--buffer-size", "500", "--batch-size", "32"]),
+        ("td3", ["--learning-starts", "100", "--buffer-size", "500", "--batch-size", "32"]),
+        ("ddpg", ["--learning-starts", "100", "--buffer-size", "500", "--batch-size", "32"]),
+        ("rpo", ["--num-steps", "128", "--num-minibatches", "4"]),
+    ],
+)
+def test_mujoco_benchmarks_run_and_report(name, flags, tmp_path):
+    run_benchmark(["bash", f"benchmark/{name}.sh", *flags], tmp_path, ENVS="InvertedPendulum-v5", SEEDS="1", STEPS="256")
+    table = (tmp_path / f"{name}_mujoco_table.md").read_text()
+    assert f"| {name}_continuous_action | InvertedPendulum-v5 | 1 | 1 |" in table
+
+
+def test_continuous_vs_sb3_writes_its_table_and_resumes(tmp_path):
+    markdown = tmp_path / "side_by_side.md"
+    command = [sys.executable, "benchmark/continuous_vs_sb3.py", "--algos", "sac", "--env-ids", "Pendulum-v1"]
+    command += ["--seeds", "1", "--total-timesteps", "5300", "--out", str(tmp_path / "out"), "--markdown", str(markdown)]
+    first = subprocess.run(command, cwd=REPO, env=script_env(), check=True, capture_output=True, text=True, timeout=600)
+    assert "running cleanrl sac Pendulum-v1 seed 1" in first.stdout and "running sb3 sac" in first.stdout
+    row = [line for line in markdown.read_text().splitlines() if line.startswith("| sac | Pendulum-v1 |")]
+    assert len(row) == 1 and row[0].endswith("| 1 |")
+    # finished runs are kept: a second start only rewrites the table
+    again = subprocess.run(command, cwd=REPO, env=script_env(), check=True, capture_output=True, text=True, timeout=60)
+    assert "running" not in again.stdout and row[0] in markdown.read_text()
 
 
 def test_dqn_atari_breakout_sh_reports_memory_and_curve(tmp_path):

@@ -8,7 +8,7 @@ import torch
 
 from conftest import load_script
 
-ATARI_SCRIPTS = ["dqn_atari", "c51_atari", "qdagger_dqn_atari_impalacnn"]
+ATARI_SCRIPTS = ["dqn_atari", "c51_atari", "qdagger_dqn_atari_impalacnn", "sac_atari"]
 
 
 def script_or_skip(name):
