@@ -42,6 +42,15 @@ def check_ok(result):
     )
 
 
+def check_refused(result, script, message, cwd):
+    """A refused start (script contract §3): exit code 2, exactly one stderr line that names the script
+    and contains `message`, and nothing left in `cwd`."""
+    assert result.returncode == 2, result.stderr
+    error_lines = result.stderr.strip().splitlines()
+    assert len(error_lines) == 1 and error_lines[0].startswith(script) and message in error_lines[0], result.stderr
+    assert sorted(p.name for p in Path(cwd).iterdir()) == [], "a rejected run must leave nothing behind"
+
+
 def only_run_dir(cwd):
     """The single run directory a script made under `cwd/runs`."""
     runs = list((Path(cwd) / "runs").iterdir())

@@ -8,7 +8,7 @@ import pytest
 
 from budgets import CONTINUOUS_TINY
 from cleanrl_utils.report import read_scalars
-from conftest import check_ok, only_run_dir, run_script, script_env
+from conftest import check_ok, check_refused, only_run_dir, run_script, script_env
 
 OFF_POLICY = ["sac_continuous_action.py", "td3_continuous_action.py", "ddpg_continuous_action.py"]
 TINY = {s: CONTINUOUS_TINY[s] for s in OFF_POLICY}
@@ -179,7 +179,4 @@ CASES += [("td3_continuous_action.py", list(f), m) for f, m in TD3_BAD]
 @pytest.mark.parametrize("script,flags,message", CASES, ids=[f"{s}:{' '.join(map(str, f))}" for s, f, _ in CASES])
 def test_bad_input_exits_2_with_one_line_and_creates_nothing(script, flags, message, workdir):
     result = run_script(script, *flags, "--capture-video", "--track", "--save-model", cwd=workdir, timeout=120)
-    assert result.returncode == 2, result.stderr
-    error_lines = result.stderr.strip().splitlines()
-    assert len(error_lines) == 1 and error_lines[0].startswith(script) and message in error_lines[0], result.stderr
-    assert sorted(p.name for p in workdir.iterdir()) == [], "a rejected run must leave nothing behind"
+    check_refused(result, script, message, workdir)
