@@ -28,12 +28,14 @@ excluded): ours from its last `charts/SPS`, SB3's as total steps / `learn()` wal
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import gymnasium as gym
 import numpy as np
 import tyro
 
@@ -104,34 +106,40 @@ def run_env():
     return dict(os.environ, OMP_NUM_THREADS="1", WANDB_MODE="disabled", PYTHONUNBUFFERED="1")
 
 
+class RunFailed(Exception):
+    pass
+
+
+def run_logged(command, folder):
+    """Runs `command` in a fresh `folder` (what an interrupted earlier attempt left there is removed),
+    its output in `folder/log.txt`; returns that output, or raises RunFailed naming the log."""
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    log = folder / "log.txt"
+    with open(log, "w") as f:
+        returncode = subprocess.run(command, cwd=folder, env=run_env(), stdout=f, stderr=subprocess.STDOUT).returncode
+    if returncode != 0:
+        raise RunFailed(f"exit {returncode}; see {log}")
+    return log.read_text()
+
+
 def run_ours(algo, env_id, seed, total_timesteps, folder):
-    folder.mkdir(parents=True, exist_ok=True)
     script = REPO / "cleanrl" / f"{algo}_continuous_action.py"
-    command = [
-        sys.executable,
-        str(script),
-        "--env-id",
-        env_id,
-        "--seed",
-        str(seed),
-        "--total-timesteps",
-        str(total_timesteps),
-        "--no-cuda",
-    ]
+    command = [sys.executable, str(script), "--env-id", env_id, "--seed", str(seed)]
+    command += ["--total-timesteps", str(total_timesteps), "--no-cuda"]
     start = time.time()
-    subprocess.run(command, cwd=folder, env=run_env(), check=True, stdout=subprocess.DEVNULL)
+    run_logged(command, folder)
     (run,) = find_runs(str(folder / "runs"))
     _, returns = read_scalars(run.path, "charts/episodic_return")
-    _, sps = read_scalars(run.path, "charts/SPS")
+    _, sps = read_scalars(run.path, "charts/SPS")  # logged every 100 gradient steps; validation ensures one
     return {"sps": float(sps[-1]), "returns": [float(r) for r in returns], "wall_s": time.time() - start}
 
 
 def run_sb3(algo, env_id, seed, total_timesteps, folder):
-    folder.mkdir(parents=True, exist_ok=True)
     command = [sys.executable, "-c", SB3_RUN, algo, env_id, str(seed), str(total_timesteps), str(folder / "monitor")]
     start = time.time()
-    result = subprocess.run(command, cwd=folder, env=run_env(), check=True, capture_output=True, text=True)
-    return json.loads(result.stdout.strip().splitlines()[-1]) | {"wall_s": time.time() - start}
+    output = run_logged(command, folder)
+    return json.loads(output.strip().splitlines()[-1]) | {"wall_s": time.time() - start}
 
 
 def table(results, args):
@@ -168,12 +176,27 @@ def validation_error(args):
         return f"--algos must name some of sac, td3, ddpg; got {args.algos}"
     if not args.env_ids or not args.seeds:
         return "--env-ids and --seeds must each name at least one"
-    needed = max(LEARNING_STARTS[a] for a in args.algos)
-    if args.total_timesteps <= needed:
+    # our scripts log SPS every 100 gradient steps (one per env step past the learning start)
+    needed = max(LEARNING_STARTS[a] for a in args.algos) + 100
+    if args.total_timesteps < needed:
         algos = ", ".join(args.algos)
-        return f"--total-timesteps must exceed the learning start ({needed} steps for {algos}), got {args.total_timesteps}"
+        return (
+            f"--total-timesteps must be at least {needed} (the learning start of {algos} plus 100 gradient steps), "
+            f"got {args.total_timesteps}"
+        )
+    if any(not 0 <= seed < 2**32 for seed in args.seeds):
+        return f"--seeds must be in [0, 2**32 - 1], got {args.seeds}"
     if not Path(args.markdown).resolve().parent.is_dir():
         return f"--markdown {args.markdown}: its folder does not exist"
+    for env_id in args.env_ids:
+        try:
+            env = gym.make(env_id)
+        except Exception as e:  # unknown ids, missing extras
+            return f"cannot make {env_id!r}: {e}"
+        action_space = env.action_space
+        env.close()
+        if not isinstance(action_space, gym.spaces.Box):
+            return f"{env_id} has {action_space} actions; SAC, TD3 and DDPG need Box ones"
     return None
 
 
@@ -192,7 +215,11 @@ def main(args):
                     path = out / f"{side}_{algo}_{env_id}_{seed}_{args.total_timesteps}.json"
                     if not path.exists():
                         print(f"running {side} {algo} {env_id} seed {seed} ({args.total_timesteps} steps)", flush=True)
-                        result = runner(algo, env_id, seed, args.total_timesteps, out / path.stem)
+                        try:
+                            result = runner(algo, env_id, seed, args.total_timesteps, out / path.stem)
+                        except RunFailed as e:
+                            print(f"continuous_vs_sb3.py: {side} {algo} {env_id} seed {seed} failed ({e})", file=sys.stderr)
+                            sys.exit(1)
                         path.write_text(json.dumps(result))
                     results[key] = json.loads(path.read_text())
                     write_markdown(results, args)

@@ -28,10 +28,14 @@ if ! for env_id in $envs; do
     echo "$env_id $seed"
   done
 done | PY="$python" SCRIPT="$repo/cleanrl/$script" STEPS="$steps" EXTRA="$*" OMP_NUM_THREADS=1 xargs -P "$workers" -L 1 sh -c \
-  '"$PY" "$SCRIPT" --env-id "$0" --seed "$1" --total-timesteps "$STEPS" --no-cuda $EXTRA > "log-$0-$1.txt" 2>&1 && echo "done: $0 seed $1"'
+  'if "$PY" "$SCRIPT" --env-id "$0" --seed "$1" --total-timesteps "$STEPS" --no-cuda $EXTRA > "log-$0-$1.txt" 2>&1; then
+     echo "done: $0 seed $1"
+   else
+     echo "failed: $0 seed $1; the end of $PWD/log-$0-$1.txt:" >&2; tail -n 3 "log-$0-$1.txt" >&2; exit 1
+   fi'
 then
-  echo "$name: a run failed; the end of its log:" >&2
-  grep -L -s "^global_step=" log-*.txt | head -n 1 | xargs tail -n 3 >&2
+  # xargs runs the others to the end, then reports the failure (each failed run printed its log's end)
+  echo "$name: a run failed; no table written" >&2
   exit 1
 fi
 

@@ -17,6 +17,7 @@ import os
 import random
 import sys
 import time
+import warnings
 from collections import deque
 from dataclasses import dataclass
 from typing import Optional
@@ -289,6 +290,25 @@ def space_error(args, env):
     return None
 
 
+def video_error(env_id):
+    """Why `--capture-video` cannot film `env_id` here, as one line, or None. One frame is rendered at
+    start-up, so a missing display or OpenGL back-end shows now rather than after the training."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # GL back-ends warn on the way to their error: keep to one line
+        try:
+            env = gym.make(env_id, render_mode="rgb_array")
+            env.reset(seed=0)
+            env.render()
+            env.close()
+        except Exception as e:
+            reason = (str(e).splitlines() or [""])[0]
+            return (
+                f"--capture-video cannot render {env_id} with MUJOCO_GL={os.environ.get('MUJOCO_GL')} "
+                f"({type(e).__name__}: {reason}); headless machines need MUJOCO_GL=egl, the default when unset"
+            )
+    return None
+
+
 def validation_error(args):
     """The first problem with the command-line values as one line, or None when all is well."""
     if not 0 <= args.seed < 2**32:
@@ -357,6 +377,7 @@ if __name__ == "__main__":
     import tyro
 
     args = tyro.cli(Args)
+    user_gl = os.environ.get("MUJOCO_GL")
     if args.capture_video:
         os.environ.setdefault("MUJOCO_GL", "egl")  # headless MuJoCo rendering
         os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # rgb_array rendering needs no display
@@ -367,11 +388,15 @@ if __name__ == "__main__":
             probe_env = gym.make(args.env_id)
         except Exception as e:  # unknown ids, missing modules or extras: all mean this env cannot be made
             error = f"cannot make {args.env_id!r}: {e}"
+            if user_gl is not None and args.capture_video:  # MuJoCo reads MUJOCO_GL when the env is made
+                error += f" (with MUJOCO_GL={user_gl}; headless machines need egl, the default when unset)"
         else:
             error = space_error(args, probe_env)
             if error is None:
                 error = replay_memory_error(args, probe_env.observation_space.shape, probe_env.action_space.shape[0])
             probe_env.close()
+            if error is None and args.capture_video:
+                error = video_error(args.env_id)
     if error is not None:
         print(f"{os.path.basename(__file__)}: {error}", file=sys.stderr)
         sys.exit(2)

@@ -57,7 +57,10 @@ def test_sb3_speed_comparison_writes_its_table(script, steps, tmp_path):
         ("dqn_vs_sb3_speed.py", ["--total-timesteps", "100"], "at least 12000"),
         ("atari_replay_memory.py", ["--script", "nope"], "no cleanrl/nope.py"),
         ("continuous_vs_sb3.py", ["--algos", "ppo"], "--algos must name some of sac, td3, ddpg"),
-        ("continuous_vs_sb3.py", ["--algos", "td3", "--total-timesteps", "25000"], "must exceed the learning start (25000"),
+        ("continuous_vs_sb3.py", ["--algos", "td3", "--total-timesteps", "25050"], "must be at least 25100"),
+        ("continuous_vs_sb3.py", ["--seeds", "-1"], "--seeds must be in [0, 2**32 - 1]"),
+        ("continuous_vs_sb3.py", ["--env-ids", "NoSuchEnv-v0"], "cannot make 'NoSuchEnv-v0'"),
+        ("continuous_vs_sb3.py", ["--env-ids", "CartPole-v1"], "CartPole-v1 has Discrete(2) actions"),
         ("continuous_vs_sb3.py", ["--markdown", "/no/such/dir/s.md"], "its folder does not exist"),
         ("atari_replay_memory.py", ["--buffer-size", "10"], "--buffer-size must be at least 1000"),
     ],
@@ -111,6 +114,10 @@ def test_continuous_vs_sb3_writes_its_table_and_resumes(tmp_path):
     # finished runs are kept: a second start only rewrites the table
     again = subprocess.run(command, cwd=REPO, env=script_env(), check=True, capture_output=True, text=True, timeout=60)
     assert "running" not in again.stdout and row[0] in markdown.read_text()
+    # an unfinished run (no result file) is run again from a clean folder, not mixed with what it left
+    (tmp_path / "out" / "cleanrl_sac_Pendulum-v1_1_5300.json").unlink()
+    third = subprocess.run(command, cwd=REPO, env=script_env(), check=True, capture_output=True, text=True, timeout=600)
+    assert "running cleanrl sac" in third.stdout and "running sb3" not in third.stdout
 
 
 def test_dqn_atari_breakout_sh_reports_memory_and_curve(tmp_path):

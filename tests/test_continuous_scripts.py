@@ -180,3 +180,20 @@ CASES += [("td3_continuous_action.py", list(f), m) for f, m in TD3_BAD]
 def test_bad_input_exits_2_with_one_line_and_creates_nothing(script, flags, message, workdir):
     result = run_script(script, *flags, "--capture-video", "--track", "--save-model", cwd=workdir, timeout=120)
     check_refused(result, script, message, workdir)
+
+
+MUJOCO_SCRIPTS = [*OFF_POLICY, "ppo_continuous_action.py", "rpo_continuous_action.py"]
+
+
+@pytest.mark.parametrize("script", MUJOCO_SCRIPTS)
+def test_video_that_cannot_render_is_refused_at_start(script, workdir):
+    # GLFW needs a display; without one a frame cannot be rendered, which must show before training
+    env = {k: v for k, v in script_env().items() if k != "DISPLAY"} | {"MUJOCO_GL": "glfw"}
+    result = run_script(script, "--env-id", "InvertedPendulum-v5", "--capture-video", cwd=workdir, env=env, timeout=120)
+    check_refused(result, script, "--capture-video cannot render InvertedPendulum-v5 with MUJOCO_GL=glfw", workdir)
+    assert "headless machines need MUJOCO_GL=egl" in result.stderr
+    # a GL back-end that fails as the env is made says which one was asked for
+    env["MUJOCO_GL"] = "osmesa"
+    result = run_script(script, "--env-id", "InvertedPendulum-v5", "--capture-video", cwd=workdir, env=env, timeout=120)
+    check_refused(result, script, "cannot make 'InvertedPendulum-v5'", workdir)
+    assert "(with MUJOCO_GL=osmesa; headless machines need egl" in result.stderr
