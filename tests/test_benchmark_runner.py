@@ -1,0 +1,109 @@
+"""cleanrl_utils.benchmark: every env x seed in a pool, logs per run, failures summarised with their exit
+codes, commands split with shell-word rules and run without a shell, --workers 0, --auto-tag."""
+
+import shlex
+import subprocess
+import sys
+
+from cleanrl_utils.benchmark import plan_runs
+from conftest import REPO, check_ok, script_env
+
+# a stand-in for a training script: prints its arguments and WANDB_TAGS, fails on the env "Fail-v0"
+FAKE = (
+    "import os, sys; print(sys.argv[1:]); print('tags', os.environ.get('WANDB_TAGS')); "
+    "sys.exit(3 if 'Fail-v0' in sys.argv else 0)"
+)
+
+
+def runner(*args, cwd):
+    command = [sys.executable, "-m", "cleanrl_utils.benchmark", *map(str, args)]
+    env = script_env() | {"PYTHONPATH": str(REPO)}
+    return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+
+
+def test_plan_is_seed_major_with_env_and_seed_appended():
+    runs = plan_runs("python train.py --note 'two words' --x=\"a b\"", ["A-v0", "ALE/B-v5"], range(1, 3), "logs")
+    assert [(r.env_id, r.seed) for r in runs] == [("A-v0", 1), ("ALE/B-v5", 1), ("A-v0", 2), ("ALE/B-v5", 2)]
+    assert runs[1].argv == ("python", "train.py", "--note", "two words", "--x=a b", "--env-id", "ALE/B-v5", "--seed", "1")
+    assert runs[1].log_path == "logs/ALE-B-v5__1.log"
+
+
+def test_failures_do_not_stop_the_others_and_are_summarised(tmp_path):
+    command = shlex.join([sys.executable, "-c", FAKE])
+    result = runner("--env-ids", "A-v0", "Fail-v0", "--command", command, "--num-seeds", 2, "--workers", 2, cwd=tmp_path)
+    assert result.returncode == 1
+    logs = sorted(p.name for p in (tmp_path / "benchmark_logs").iterdir())
+    assert logs == ["A-v0__1.log", "A-v0__2.log", "Fail-v0__1.log", "Fail-v0__2.log"]
+    assert "['--env-id', 'A-v0', '--seed', '2']" in (tmp_path / "benchmark_logs" / "A-v0__2.log").read_text()
+    assert result.stdout.count("A-v0 seed") == 2 and "[4/4," in result.stdout
+    assert "2 of 4 runs failed:" in result.stderr
+    assert "  Fail-v0 seed 1: exit 3, log benchmark_logs/Fail-v0__1.log" in result.stderr
+    assert "  Fail-v0 seed 2: exit 3, log benchmark_logs/Fail-v0__2.log" in result.stderr
+
+
+def test_progress_names_the_running_runs_while_none_ends(tmp_path):
+    command = shlex.join([sys.executable, "-c", "import time; time.sleep(2.5)"])
+    flags = ["--command", command, "--num-seeds", 1, "--workers", 1, "--progress-interval", 1]
+    result = runner("--env-ids", "A-v0", *flags, cwd=tmp_path)
+    check_ok(result)
+    assert "s] running: A-v0 seed 1" in result.stdout and "[1/1," in result.stdout
+
+
+def test_no_shell_is_involved(tmp_path):
+    # a shell would run `touch` and expand $HOME; run without one, they reach the program as words
+    command = shlex.join([sys.executable, "-c", FAKE]) + " '; touch pwned' '$HOME'"
+    check_ok(runner("--env-ids", "A-v0", "--command", command, "--num-seeds", 1, "--workers", 1, cwd=tmp_path))
+    assert not (tmp_path / "pwned").exists()
+    assert (
+        "['; touch pwned', '$HOME', '--env-id', 'A-v0', '--seed', '1']"
+        in (tmp_path / "benchmark_logs" / "A-v0__1.log").read_text()
+    )
+
+
+def test_workers_0_prints_the_commands_and_runs_nothing(tmp_path):
+    result = runner("--env-ids", "A-v0", "B-v0", "--command", "python x.py --name 'a b'", "--start-seed", 5, cwd=tmp_path)
+    check_ok(result)
+    lines = result.stdout.splitlines()
+    assert lines[0] == "python x.py --name 'a b' --env-id A-v0 --seed 5" and len(lines) == 6
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_auto_tag_passes_git_describe_as_wandb_tags(tmp_path):
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "x"], cwd=tmp_path, check=True)
+    subprocess.run([*git, "tag", "v1.2.3"], cwd=tmp_path, check=True)
+    command = shlex.join([sys.executable, "-c", FAKE])
+    check_ok(runner("--env-ids", "A-v0", "--command", command, "--num-seeds", 1, "--workers", 1, cwd=tmp_path))
+    assert "tags v1.2.3" in (tmp_path / "benchmark_logs" / "A-v0__1.log").read_text()
+    check_ok(
+        runner("--env-ids", "A-v0", "--command", command, "--num-seeds", 1, "--workers", 1, "--no-auto-tag", cwd=tmp_path)
+    )
+    assert "tags None" in (tmp_path / "benchmark_logs" / "A-v0__1.log").read_text()
+
+
+def test_runs_real_trainings(tmp_path):
+    command = f"{shlex.quote(sys.executable)} {REPO / 'cleanrl' / 'ppo.py'} --total-timesteps 256 --num-envs 2 --num-steps 64"
+    result = runner(
+        "--env-ids", "CartPole-v1", "Acrobot-v1", "--command", command, "--num-seeds", 1, "--workers", 2, cwd=tmp_path
+    )
+    check_ok(result)
+    runs = sorted(p.name.split("__")[0] for p in (tmp_path / "runs").iterdir())
+    assert runs == ["Acrobot-v1", "CartPole-v1"] and "all 2 runs finished" in result.stdout
+
+
+def test_bad_input_exits_2_with_one_line(tmp_path):
+    cases = [
+        (["--command", "python 'unclosed"], "does not split into words"),
+        (["--command", ""], "--command is empty"),
+        (["--num-seeds", 0], "--num-seeds must be at least 1"),
+        (["--workers", -1], "--workers must be at least 0"),
+        (["--progress-interval", 0], "--progress-interval must be a positive number"),
+        (["--workers", 1, "--command", "no-such-program-xyz --a"], "cannot find the program 'no-such-program-xyz'"),
+    ]
+    for flags, message in cases:
+        result = runner("--env-ids", "A-v0", *flags, cwd=tmp_path)
+        assert result.returncode == 2, (flags, result.stderr)
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("benchmark: ") and message in lines[0], result.stderr
+    assert list(tmp_path.iterdir()) == []
