@@ -5,7 +5,8 @@
 #   SEEDS="1 2 3 4 5" WORKERS=4 bash benchmark/suite.sh classic_control c51 --track   # extra flags go to the script
 # Suites: classic_control (CartPole-v1 Acrobot-v1 MountainCar-v0, 500k steps; NAME is cleanrl/NAME.py) and
 # mujoco (HalfCheetah-v5 Walker2d-v5 Hopper-v5, 1M steps; NAME is cleanrl/NAME_continuous_action.py).
-# ENVS, SEEDS, STEPS and WORKERS override the defaults. Runs land in $OUT/runs (default
+# ENVS, SEEDS (consecutive), STEPS and WORKERS override the defaults; the runs go through
+# cleanrl_utils.benchmark (a log per run in $OUT/logs). Runs land in $OUT/runs (default
 # benchmark/out/NAME_SUITE); the table and curves in $RESULTS (default benchmark/results/) as
 # NAME_SUITE_table.md and NAME_SUITE.png. The per-algorithm scripts (ppo.sh, sac.sh, ...) call this.
 set -euo pipefail
@@ -23,18 +24,20 @@ steps=${STEPS:-$default_steps}
 workers=${WORKERS:-2}
 source "$(dirname "$0")/common.sh" "${name}_$suite"
 
-if ! for env_id in $envs; do
-  for seed in $seeds; do
-    echo "$env_id $seed"
-  done
-done | PY="$python" SCRIPT="$repo/cleanrl/$script" STEPS="$steps" EXTRA="$*" OMP_NUM_THREADS=1 xargs -P "$workers" -L 1 sh -c \
-  'if "$PY" "$SCRIPT" --env-id "$0" --seed "$1" --total-timesteps "$STEPS" --no-cuda $EXTRA > "log-$0-$1.txt" 2>&1; then
-     echo "done: $0 seed $1"
-   else
-     echo "failed: $0 seed $1; the end of $PWD/log-$0-$1.txt:" >&2; tail -n 3 "log-$0-$1.txt" >&2; exit 1
-   fi'
-then
-  # xargs runs the others to the end, then reports the failure (each failed run printed its log's end)
+# the runner takes a first seed and a count: SEEDS must be consecutive
+read -r -a seed_list <<< "$seeds"
+start_seed=${seed_list[0]}
+num_seeds=${#seed_list[@]}
+if [ "$seeds" != "$(seq -s ' ' "$start_seed" $((start_seed + num_seeds - 1)))" ]; then
+  echo "$(basename "$0"): SEEDS must be consecutive numbers such as \"1 2 3\", got \"$seeds\"" >&2
+  exit 2
+fi
+# one command string, each word quoted for the runner's shell-word split (no shell runs it)
+command=$(printf '%q ' "$python" "$repo/cleanrl/$script" --total-timesteps "$steps" --no-cuda "$@")
+read -r -a env_list <<< "$envs"
+if ! OMP_NUM_THREADS=1 PYTHONPATH="$repo${PYTHONPATH:+:$PYTHONPATH}" "$python" -m cleanrl_utils.benchmark \
+  --env-ids "${env_list[@]}" --command "$command" --start-seed "$start_seed" --num-seeds "$num_seeds" \
+  --workers "$workers" --log-dir "$out/logs"; then
   echo "$name: a run failed; no table written" >&2
   exit 1
 fi

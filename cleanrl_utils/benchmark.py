@@ -6,8 +6,8 @@
 Each run is the command split with shell-word rules (`shlex.split`) plus `--env-id ENV --seed SEED`,
 started without a shell, its stdout and stderr in `{log_dir}/{env}__{seed}.log`. Runs go seed by seed,
 every env within a seed, as CleanRL's runner orders them. A run that fails does not stop the others;
-at the end a summary names each failed run with its exit code and log, and the runner exits 1 if any
-failed. `--workers 0` prints the commands and runs nothing. `--auto-tag` passes `WANDB_TAGS` (the
+at the end a summary names each failed run with its exit code, its log and the log's last lines, and
+the runner exits 1 if any failed. `--workers 0` prints the commands and runs nothing. `--auto-tag` passes `WANDB_TAGS` (the
 output of `git describe --tags --always --dirty` in the current folder, no network) to the runs.
 """
 
@@ -172,7 +172,10 @@ def main(args: Args) -> None:
     if failed:
         print(f"{len(failed)} of {len(runs)} runs failed:", file=sys.stderr)
         for run, returncode in failed:
-            print(f"  {run.env_id} seed {run.seed}: exit {returncode}, log {run.log_path}", file=sys.stderr)
+            print(f"  {run.env_id} seed {run.seed}: exit {returncode}, log {run.log_path}; it ends with:", file=sys.stderr)
+            with open(run.log_path, errors="replace") as log:
+                for line in log.read().splitlines()[-3:]:
+                    print(f"    {line}", file=sys.stderr)
         sys.exit(1)
     print(f"all {len(runs)} runs finished")
 

@@ -30,15 +30,17 @@ def test_plan_is_seed_major_with_env_and_seed_appended():
 
 def test_failures_do_not_stop_the_others_and_are_summarised(tmp_path):
     command = shlex.join([sys.executable, "-c", FAKE])
-    result = runner("--env-ids", "A-v0", "Fail-v0", "--command", command, "--num-seeds", 2, "--workers", 2, cwd=tmp_path)
+    flags = ["--command", command, "--num-seeds", 2, "--workers", 2, "--no-auto-tag"]
+    result = runner("--env-ids", "A-v0", "Fail-v0", *flags, cwd=tmp_path)
     assert result.returncode == 1
     logs = sorted(p.name for p in (tmp_path / "benchmark_logs").iterdir())
     assert logs == ["A-v0__1.log", "A-v0__2.log", "Fail-v0__1.log", "Fail-v0__2.log"]
     assert "['--env-id', 'A-v0', '--seed', '2']" in (tmp_path / "benchmark_logs" / "A-v0__2.log").read_text()
     assert result.stdout.count("A-v0 seed") == 2 and "[4/4," in result.stdout
     assert "2 of 4 runs failed:" in result.stderr
-    assert "  Fail-v0 seed 1: exit 3, log benchmark_logs/Fail-v0__1.log" in result.stderr
-    assert "  Fail-v0 seed 2: exit 3, log benchmark_logs/Fail-v0__2.log" in result.stderr
+    assert "  Fail-v0 seed 1: exit 3, log benchmark_logs/Fail-v0__1.log; it ends with:" in result.stderr
+    assert "    tags None" in result.stderr  # the end of the failed run's log
+    assert "  Fail-v0 seed 2: exit 3, log benchmark_logs/Fail-v0__2.log;" in result.stderr
 
 
 def test_progress_names_the_running_runs_while_none_ends(tmp_path):
