@@ -1,0 +1,128 @@
+"""Evaluates a model saved by a script's `--save-model`, with that script's own networks and evaluation.
+
+    python -m cleanrl_utils.enjoy --exp-name dqn --model-path runs/CartPole-v1__dqn__1__1700000000/dqn.cleanrl_model
+    python -m cleanrl_utils.enjoy --exp-name ppo_atari --model-path PATH --capture-video --eval-episodes 3
+
+`--exp-name` names the script (`cleanrl/{exp_name}.py`); it is imported, which runs only its top-level
+definitions (its training sits under `if __name__ == "__main__":`), and its `evaluate` function plays
+the saved model for `--eval-episodes` episodes on the env the checkpoint was trained on (`--env-id`,
+when given, must match it). Videos, with `--capture-video`, go to `videos/{run_name}-eval/`.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Optional
+
+SCRIPTS = Path(__file__).resolve().parents[1] / "cleanrl"
+
+
+@dataclass
+class Args:
+    exp_name: str = "dqn"
+    """the script whose networks and evaluation are used: cleanrl/{exp_name}.py"""
+    env_id: Optional[str] = None
+    """the env to evaluate on; must be the one the model was trained on (default: read from the checkpoint)"""
+    model_path: Optional[str] = None
+    """a checkpoint written by the script's --save-model"""
+    eval_episodes: int = 10
+    """how many episodes to play"""
+    capture_video: bool = False
+    """record the episodes to videos/{run_name}-eval/"""
+    cuda: bool = True
+    """use CUDA when available"""
+
+
+def scripts_that_evaluate() -> list[str]:
+    """The names (file stems) of the scripts in cleanrl/ that define an `evaluate` function, sorted."""
+    return sorted(p.stem for p in SCRIPTS.glob("*.py") if "\ndef evaluate(" in p.read_text())
+
+
+def load_script(exp_name: str) -> ModuleType:
+    """Imports cleanrl/{exp_name}.py as a module without running its training. Raises FileNotFoundError
+    if there is no such script."""
+    path = SCRIPTS / f"{exp_name}.py"
+    if not path.is_file():
+        raise FileNotFoundError(path)
+    spec = importlib.util.spec_from_file_location(f"cleanrl_script_{exp_name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def read_checkpoint(model_path: str) -> dict:
+    """The checkpoint at `model_path` (loaded on the CPU, tensors and plain values only), a dict with
+    `model` and `args`. Raises OSError if it cannot be read and ValueError if it is not a CleanRL checkpoint."""
+    import torch
+
+    try:
+        checkpoint = torch.load(model_path, map_location="cpu", weights_only=True)
+    except OSError:
+        raise
+    except Exception as e:  # pickle, zip and torch errors: the file is not a checkpoint
+        raise ValueError(f"not a torch checkpoint ({type(e).__name__})") from e
+    if not isinstance(checkpoint, dict) or "model" not in checkpoint or "env_id" not in checkpoint.get("args", {}):
+        raise ValueError("not a CleanRL checkpoint (it needs 'model' and 'args' with 'env_id')")
+    return checkpoint
+
+
+def validation_error(args: Args) -> Optional[str]:
+    """The first problem with the command-line values as one line, or None."""
+    if args.exp_name not in scripts_that_evaluate():
+        return f"--exp-name {args.exp_name!r} is not a script that evaluates; choose from {', '.join(scripts_that_evaluate())}"
+    if args.model_path is None:
+        return "give the model to evaluate with --model-path"
+    if args.eval_episodes < 1:
+        return f"--eval-episodes must be at least 1, got {args.eval_episodes}"
+    try:
+        checkpoint = read_checkpoint(args.model_path)
+    except (OSError, ValueError) as e:
+        return f"cannot read --model-path {args.model_path}: {e}"
+    trained_on = checkpoint["args"]["env_id"]
+    if args.env_id is not None and args.env_id != trained_on:
+        return f"the model was trained on {trained_on}, not --env-id {args.env_id}; evaluation uses the training env"
+    return None
+
+
+def main(args: Args) -> list[float]:
+    error = validation_error(args)
+    if error is not None:
+        print(f"enjoy: {error}", file=sys.stderr)
+        sys.exit(2)
+    if args.capture_video:
+        os.environ.setdefault("MUJOCO_GL", "egl")  # headless MuJoCo rendering
+        os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
+    import torch
+
+    script = load_script(args.exp_name)
+    env_id = read_checkpoint(args.model_path)["args"]["env_id"]
+    device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
+    run_name = f"{env_id.replace('/', '-')}__{args.exp_name}__enjoy__{int(time.time())}"
+    try:
+        returns = script.evaluate(args.model_path, args.eval_episodes, run_name, device, capture_video=args.capture_video)
+    except (RuntimeError, KeyError) as e:  # other networks' weights, or settings this script's model needs
+        first_line = (str(e).splitlines() or [""])[0]
+        if isinstance(e, KeyError):
+            first_line = f"its args lack {first_line}"
+        print(f"enjoy: the checkpoint does not fit {args.exp_name}.py's networks ({first_line})", file=sys.stderr)
+        sys.exit(2)
+    for i, episodic_return in enumerate(returns):
+        print(f"episode {i}: return {episodic_return:.2f}")
+    mean = sum(returns) / len(returns)
+    std = (sum((r - mean) ** 2 for r in returns) / len(returns)) ** 0.5
+    print(f"{args.exp_name} on {env_id}: {mean:.2f} ± {std:.2f} over {len(returns)} episodes")
+    if args.capture_video:
+        print(f"videos in videos/{run_name}-eval/")
+    return returns
+
+
+if __name__ == "__main__":
+    import tyro
+
+    main(tyro.cli(Args))

@@ -1,0 +1,65 @@
+"""cleanrl_utils.enjoy: a model saved by a script's --save-model is evaluated with that script's own
+networks and evaluation code, for one script of each family; bad input exits 2 with one line."""
+
+import subprocess
+import sys
+
+import pytest
+
+from budgets import TINY
+from conftest import REPO, check_ok, only_run_dir, run_script, script_env
+
+FAMILIES = {
+    "ppo.py": [],
+    "dqn.py": [],
+    "ppo_atari.py": [],
+    "sac_continuous_action.py": ["--env-id", "Pendulum-v1"],
+}
+
+
+def enjoy(*args, cwd):
+    command = [sys.executable, "-m", "cleanrl_utils.enjoy", *map(str, args)]
+    env = script_env() | {"PYTHONPATH": str(REPO)}
+    return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+
+
+def saved_model(script, workdir, *flags):
+    check_ok(run_script(script, *TINY[script], *flags, "--save-model", cwd=workdir))
+    return only_run_dir(workdir) / f"{script[:-3]}.cleanrl_model"
+
+
+@pytest.mark.parametrize("script", list(FAMILIES))
+def test_enjoy_evaluates_a_saved_model_with_the_scripts_code(script, workdir):
+    model = saved_model(script, workdir, *FAMILIES[script])
+    result = enjoy("--exp-name", script[:-3], "--model-path", model, "--eval-episodes", 2, cwd=workdir)
+    check_ok(result)
+    assert sum(line.startswith("episode ") for line in result.stdout.splitlines()) == 2
+    assert f"{script[:-3]} on " in result.stdout and "over 2 episodes" in result.stdout
+
+
+def test_enjoy_records_video(workdir):
+    model = saved_model("ppo.py", workdir)
+    result = enjoy("--exp-name", "ppo", "--model-path", model, "--eval-episodes", 1, "--capture-video", cwd=workdir)
+    check_ok(result)
+    (video_dir,) = (workdir / "videos").iterdir()
+    assert video_dir.name.startswith("CartPole-v1__ppo__enjoy__") and video_dir.name.endswith("-eval")
+    assert list(video_dir.glob("*.mp4"))
+
+
+def test_bad_input_exits_2_with_one_line(workdir):
+    model = saved_model("dqn.py", workdir)
+    (workdir / "junk.cleanrl_model").write_text("not a checkpoint")
+    cases = [
+        (["--exp-name", "nope", "--model-path", model], "--exp-name 'nope' is not a script that evaluates; choose from"),
+        (["--exp-name", "dqn"], "give the model to evaluate with --model-path"),
+        (["--exp-name", "dqn", "--model-path", workdir / "missing"], "cannot read --model-path"),
+        (["--exp-name", "dqn", "--model-path", workdir / "junk.cleanrl_model"], "not a torch checkpoint"),
+        (["--exp-name", "dqn", "--model-path", model, "--env-id", "Acrobot-v1"], "trained on CartPole-v1, not --env-id"),
+        (["--exp-name", "dqn", "--model-path", model, "--eval-episodes", 0], "--eval-episodes must be at least 1"),
+        (["--exp-name", "c51", "--model-path", model], "the checkpoint does not fit c51.py's networks"),
+    ]
+    for flags, message in cases:
+        result = enjoy(*flags, cwd=workdir)
+        assert result.returncode == 2, (flags, result.stderr)
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("enjoy: ") and message in lines[0], result.stderr
