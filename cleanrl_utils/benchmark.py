@@ -1,4 +1,4 @@
-"""Runs one training command for every env × seed, in a local pool of worker processes.
+"""Runs one training command for every env × seed, in a local pool of worker processes or as a Slurm job array.
 
     python -m cleanrl_utils.benchmark --env-ids CartPole-v1 Acrobot-v1 \\
         --command "python cleanrl/ppo.py --no-cuda" --num-seeds 3 --start-seed 1 --workers 2
@@ -9,11 +9,40 @@ every env within a seed, as CleanRL's runner orders them. A run that fails does 
 at the end a summary names each failed run with its exit code, its log and the log's last lines, and
 the runner exits 1 if any failed. `--workers 0` prints the commands and runs nothing. `--auto-tag` passes `WANDB_TAGS` (the
 output of `git describe --tags --always --dirty` in the current folder, no network) to the runs.
+
+Slurm: `--slurm-template-path benchmark/slurm_template.sh` renders that job-array template and submits it
+with `sbatch --parsable` (from the current folder, which is where the runs work; `sbatch` passes the
+environment, `WANDB_TAGS` included, on to them), prints the job id and each array index's env and seed,
+and keeps the rendered script as `{log_dir}/slurm_job.sh`. Array task i is run i of the same seed-major
+plan as the local pool; it writes `{log_dir}/{env}__{seed}.log`, and Slurm's own output for it goes to
+`{log_dir}/slurm-%A_%a.out` (job id, array index). `--workers W` is the array's concurrency limit
+(`--array=0-{N-1}%W`); with `--workers 0` the script is printed, without a limit, and nothing is
+submitted or created. Resources of each array task:
+  - CPUs: `--slurm-total-cpus C` is the CPU budget of all tasks that run at once, so each task gets
+    C // W CPUs (C // N with `--workers 0`); 0 (the default) gives each task 1 CPU;
+  - GPUs: `--slurm-gpus-per-task G` (default 0: no GPU line);
+  - `--slurm-ntasks T` (default 1) tasks per array task, all started by `srun`;
+  - `--slurm-nodes K` (default 0: no node line, Slurm decides).
+The program in `--command` is looked up on the compute node, not here.
+
+Template placeholders, each written `{{name}}`; a line that holds something and renders to nothing is
+dropped (so `#SBATCH` lines stay in one block):
+  - `{{array}}`: `0-{N-1}%{W}` (`0-{N-1}` with `--workers 0`); `{{num_runs}}`: N; `{{workers}}`: W;
+  - `{{cpus_per_task}}`, `{{gpus_per_task}}`, `{{ntasks}}`, `{{nodes}}`: the numbers above;
+  - `{{gpus_per_task_line}}`, `{{nodes_line}}`: the whole `#SBATCH --gpus-per-task=G` /
+    `#SBATCH --nodes=K` line, or nothing when the number is 0;
+  - `{{slurm_output}}`: the double-quoted absolute path pattern `"{log_dir}/slurm-%A_%a.out"` (so the
+    log dir may not hold a double quote, backslash, `%` or line break, which sbatch would read);
+  - `{{command}}`, `{{env_ids}}`, `{{seeds}}`, `{{log_paths}}`: bash array words, each `shlex.quote`d
+    (`COMMAND=({{command}})`; `ENV_IDS`, `SEEDS`, `LOGS` hold one word per array index, the logs as
+    absolute paths), for the script to select with `"${ENV_IDS[$SLURM_ARRAY_TASK_ID]}"`; nothing
+    from the command line is put into the script other than as such a quoted word or a number.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -42,6 +71,17 @@ class Args:
     """where each run's output goes, one file per run"""
     progress_interval: float = 60.0
     """seconds between progress lines while no run ends"""
+    slurm_template_path: Optional[str] = None
+    """a Slurm job-array template (e.g. benchmark/slurm_template.sh): submit the runs with sbatch instead of
+    running them here (with --workers 0: print the rendered script)"""
+    slurm_gpus_per_task: int = 0
+    """GPUs per Slurm array task (0: no GPU line)"""
+    slurm_total_cpus: int = 0
+    """CPUs of all Slurm array tasks that run at once, split evenly among --workers of them (0: 1 CPU per task)"""
+    slurm_ntasks: int = 1
+    """Slurm tasks per array task (copies of the command that srun starts)"""
+    slurm_nodes: int = 0
+    """nodes per Slurm array task (0: no node line, Slurm decides)"""
 
 
 @dataclass(frozen=True)
@@ -129,6 +169,101 @@ def run_pool(runs: list[Run], workers: int, env: dict[str, str], progress_interv
     return [(run, failed[run]) for run in runs if run in failed]
 
 
+PLACEHOLDER = re.compile(r"\{\{(\w*)\}\}")
+SLURM_PLACEHOLDERS = frozenset(
+    {"array", "num_runs", "workers", "cpus_per_task", "gpus_per_task", "ntasks", "nodes", "gpus_per_task_line"}
+    | {"nodes_line", "slurm_output", "command", "env_ids", "seeds", "log_paths"}
+)
+SLURM_OUTPUT_UNSAFE = '"\\%\n\r'  # characters that sbatch would read in a double-quoted #SBATCH value
+
+
+def unknown_placeholders(template: str) -> list[str]:
+    """The `{{name}}` placeholders in `template` that the renderer does not know, in order of appearance."""
+    names = PLACEHOLDER.findall(template)
+    return [name for i, name in enumerate(names) if name not in SLURM_PLACEHOLDERS and name not in names[:i]]
+
+
+def slurm_cpus_per_task(total_cpus: int, workers: int, num_runs: int) -> int:
+    """CPUs per array task: the `total_cpus` budget shared by the tasks that run at once (`workers`, or all
+    `num_runs` when `workers` is 0), rounded down; 1 when `total_cpus` is 0. Raises ValueError when the
+    budget gives a task no CPU."""
+    if total_cpus == 0:
+        return 1
+    at_once = workers if workers > 0 else num_runs
+    if total_cpus < at_once:
+        raise ValueError(f"--slurm-total-cpus {total_cpus} leaves no CPU for each of {at_once} array tasks at once")
+    return total_cpus // at_once
+
+
+def render_slurm_script(
+    template: str,
+    command_words: list[str],
+    runs: list[Run],
+    workers: int,
+    cpus_per_task: int,
+    gpus_per_task: int = 0,
+    ntasks: int = 1,
+    nodes: int = 0,
+    log_dir: str = "benchmark_logs",
+) -> str:
+    """`template` with its `{{...}}` placeholders filled (the module docstring lists them) for a job array
+    whose index i is `runs[i]`; a non-empty template line that renders to nothing is dropped. Log paths
+    are made absolute against the current folder. Raises ValueError for an unknown placeholder or a
+    `log_dir` that holds a character sbatch would read in `{{slurm_output}}`."""
+    unknown = unknown_placeholders(template)
+    if unknown:
+        raise ValueError(f"unknown placeholder {{{{{unknown[0]}}}}} (known: {', '.join(sorted(SLURM_PLACEHOLDERS))})")
+    log_dir = os.path.abspath(log_dir)
+    if any(c in log_dir for c in SLURM_OUTPUT_UNSAFE):
+        raise ValueError(f"the log dir {log_dir!r} holds a double quote, backslash, % or line break")
+
+    def words(items) -> str:
+        return " ".join(shlex.quote(str(item)) for item in items)
+
+    last = len(runs) - 1
+    values = {
+        "array": f"0-{last}%{workers}" if workers > 0 else f"0-{last}",
+        "num_runs": str(len(runs)),
+        "workers": str(workers),
+        "cpus_per_task": str(cpus_per_task),
+        "gpus_per_task": str(gpus_per_task),
+        "ntasks": str(ntasks),
+        "nodes": str(nodes),
+        "gpus_per_task_line": f"#SBATCH --gpus-per-task={gpus_per_task}" if gpus_per_task > 0 else "",
+        "nodes_line": f"#SBATCH --nodes={nodes}" if nodes > 0 else "",
+        "slurm_output": f'"{os.path.join(log_dir, "slurm-%A_%a.out")}"',
+        "command": words(command_words),
+        "env_ids": words(run.env_id for run in runs),
+        "seeds": words(run.seed for run in runs),
+        "log_paths": words(os.path.abspath(run.log_path) for run in runs),
+    }
+    lines = []
+    for line in template.splitlines():
+        rendered = PLACEHOLDER.sub(lambda match: values[match.group(1)], line)
+        if rendered.strip() or not line.strip():
+            lines.append(rendered)
+    return "\n".join(lines) + "\n"
+
+
+def submit_slurm(script: str, script_path: str, env: dict[str, str]) -> str:
+    """Writes `script` to `script_path` and submits it with `sbatch --parsable` (no shell) in the current
+    folder with environment `env`; returns the job id. Raises RuntimeError with sbatch's last error line
+    when it fails or does not answer within 120 s."""
+    with open(script_path, "w") as f:
+        f.write(script)
+    try:
+        result = subprocess.run(["sbatch", "--parsable", script_path], env=env, capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise RuntimeError(f"sbatch failed: {e}") from e
+    if result.returncode != 0:
+        last = (result.stderr.strip().splitlines() or ["(no output)"])[-1]
+        raise RuntimeError(f"sbatch failed (exit {result.returncode}): {last}")
+    job_id = result.stdout.strip().split(";")[0]
+    if not job_id:
+        raise RuntimeError("sbatch printed no job id")
+    return job_id
+
+
 def validation_error(args: Args) -> Optional[str]:
     """The first problem with the command-line values as one line, or None."""
     if not args.env_ids:
@@ -145,8 +280,36 @@ def validation_error(args: Args) -> Optional[str]:
         return f"--command {args.command!r} does not split into words ({e})"
     if not words:
         return "--command is empty"
-    if args.workers > 0 and shutil.which(words[0]) is None:
-        return f"--command: cannot find the program {words[0]!r}"
+    for flag, value, least in [
+        ("--slurm-gpus-per-task", args.slurm_gpus_per_task, 0),
+        ("--slurm-total-cpus", args.slurm_total_cpus, 0),
+        ("--slurm-ntasks", args.slurm_ntasks, 1),
+        ("--slurm-nodes", args.slurm_nodes, 0),
+    ]:
+        if value < least:
+            return f"{flag} must be at least {least}, got {value}"
+    if args.slurm_template_path is None:
+        if args.workers > 0 and shutil.which(words[0]) is None:
+            return f"--command: cannot find the program {words[0]!r}"
+        return None
+    path = args.slurm_template_path
+    try:
+        with open(path) as f:
+            template = f.read()
+    except OSError as e:
+        return f"--slurm-template-path {path!r}: cannot read it ({e.strerror or e})"
+    unknown = unknown_placeholders(template)
+    if unknown:
+        return f"--slurm-template-path {path!r}: unknown placeholder {{{{{unknown[0]}}}}}"
+    log_dir = os.path.abspath(args.log_dir)
+    if any(c in log_dir for c in SLURM_OUTPUT_UNSAFE):
+        return f"--log-dir {log_dir!r}: Slurm cannot take a double quote, backslash, % or line break in it"
+    try:
+        slurm_cpus_per_task(args.slurm_total_cpus, args.workers, len(args.env_ids) * args.num_seeds)
+    except ValueError as e:
+        return str(e)
+    if args.workers > 0 and shutil.which("sbatch") is None:
+        return "--slurm-template-path: cannot find sbatch on PATH (--workers 0 prints the script instead)"
     return None
 
 
@@ -162,6 +325,9 @@ def main(args: Args) -> None:
         tag = git_tag()
         if tag is not None:
             env["WANDB_TAGS"] = tag
+    if args.slurm_template_path is not None:
+        main_slurm(args, runs, env)
+        return
     if args.workers == 0:
         for run in runs:
             print(shlex.join(run.argv))
@@ -178,6 +344,32 @@ def main(args: Args) -> None:
                     print(f"    {line}", file=sys.stderr)
         sys.exit(1)
     print(f"all {len(runs)} runs finished")
+
+
+def main_slurm(args: Args, runs: list[Run], env: dict[str, str]) -> None:
+    """Renders the validated template for `runs` and prints it (`--workers 0`) or submits it (exit 1 with
+    one line when sbatch fails)."""
+    with open(args.slurm_template_path) as f:
+        template = f.read()
+    cpus = slurm_cpus_per_task(args.slurm_total_cpus, args.workers, len(runs))
+    words = shlex.split(args.command)
+    script = render_slurm_script(
+        template, words, runs, args.workers, cpus, args.slurm_gpus_per_task, args.slurm_ntasks, args.slurm_nodes, args.log_dir
+    )
+    if args.workers == 0:
+        print(script, end="")
+        return
+    os.makedirs(args.log_dir, exist_ok=True)
+    script_path = os.path.join(args.log_dir, "slurm_job.sh")
+    try:
+        job_id = submit_slurm(script, script_path, env)
+    except RuntimeError as e:
+        print(f"benchmark: {e}", file=sys.stderr)
+        sys.exit(1)
+    print(f"submitted Slurm job array {job_id}: {len(runs)} runs, {args.workers} at a time, {cpus} CPU(s) each", flush=True)
+    print(f"script {script_path}; logs in {args.log_dir}/ ({{env}}__{{seed}}.log, slurm-{job_id}_{{index}}.out)")
+    for index, run in enumerate(runs):
+        print(f"  array task {index}: {run.env_id} seed {run.seed}")
 
 
 if __name__ == "__main__":
