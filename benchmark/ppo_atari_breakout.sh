@@ -7,8 +7,12 @@
 set -euo pipefail
 steps=${STEPS:-500000}
 source "$(dirname "$0")/common.sh" ppo_atari
-/usr/bin/time -v "$python" "$repo/cleanrl/ppo_atari.py" --env-id BreakoutNoFrameskip-v4 --total-timesteps "$steps" \
-  --save-model "$@" 2>&1 | tee run.log
-grep -E "Maximum resident set size|Elapsed \(wall clock\)" run.log
+# through the runner (one env x one seed), its output in $out/logs/BreakoutNoFrameskip-v4__1.log
+command=$(printf '%q ' /usr/bin/time -v "$python" "$repo/cleanrl/ppo_atari.py" --total-timesteps "$steps" --save-model "$@")
+PYTHONPATH="$repo${PYTHONPATH:+:$PYTHONPATH}" "$python" -m cleanrl_utils.benchmark --env-ids BreakoutNoFrameskip-v4 \
+  --command "$command" --num-seeds 1 --workers 1 --log-dir "$out/logs"
+log="$out/logs/BreakoutNoFrameskip-v4__1.log"
+grep "^global_step=" "$log" | tail -n 1
+grep -E "^replay buffer:|^eval/|Maximum resident set size|Elapsed \(wall clock\)" "$log"
 "$python" -m cleanrl_utils.report --runs-dir "$out/runs" --last-episodes 20 \
   --markdown "$results/ppo_atari_breakout_table.md" --plot "$results/ppo_atari_breakout.png"
