@@ -61,7 +61,7 @@ class Args:
     total_timesteps: int = 1000000
     """total environment steps of the experiment"""
     learning_rate: float = 3e-4
-    """the learning rate of the optimizers (actor and critics)"""
+    """the learning rate of the optimizers (actor and critic)"""
     num_envs: int = 1
     """the number of parallel game environments"""
     buffer_size: int = 1000000
