@@ -2,11 +2,15 @@
 
     python -m cleanrl_utils.enjoy --exp-name dqn --model-path runs/CartPole-v1__dqn__1__1700000000/dqn.cleanrl_model
     python -m cleanrl_utils.enjoy --exp-name ppo_atari --model-path PATH --capture-video --eval-episodes 3
+    python -m cleanrl_utils.enjoy --exp-name ppo --hf-repository ORG/ppo-CartPole-v1-seed1
 
 `--exp-name` names the script (`cleanrl/{exp_name}.py`); it is imported, which runs only its top-level
 definitions (its training sits under `if __name__ == "__main__":`), and its `evaluate` function plays
 the saved model for `--eval-episodes` episodes on the env the checkpoint was trained on (`--env-id`,
 when given, must match it). Videos, with `--capture-video`, go to `videos/{run_name}-eval/`.
+The checkpoint comes from `--model-path` or, with `--hf-repository`, from a Hub repository that the
+script's `--upload-model` pushed (its `{exp_name}.cleanrl_model` is downloaded into the huggingface_hub
+cache; HF_ENDPOINT points at another Hub, HF_TOKEN or `hf auth login` gives access to private ones).
 """
 
 from __future__ import annotations
@@ -31,6 +35,8 @@ class Args:
     """the env to evaluate on; must be the one the model was trained on (default: read from the checkpoint)"""
     model_path: Optional[str] = None
     """a checkpoint written by the script's --save-model"""
+    hf_repository: Optional[str] = None
+    """instead of --model-path: a Hugging Face Hub repository (ORG/NAME) the script's --upload-model pushed to"""
     eval_episodes: int = 10
     """how many episodes to play"""
     capture_video: bool = False
@@ -72,14 +78,54 @@ def read_checkpoint(model_path: str) -> dict:
     return checkpoint
 
 
+def download_model(repo_id: str, exp_name: str) -> str:
+    """Downloads `{exp_name}.cleanrl_model` from the Hub repository `repo_id` (or finds it in the huggingface_hub
+    cache) and returns its local path. Raises ValueError with a one-line reason when it cannot."""
+    from huggingface_hub import constants, hf_hub_download
+    from huggingface_hub.errors import (
+        EntryNotFoundError,
+        HFValidationError,
+        LocalEntryNotFoundError,
+        RepositoryNotFoundError,
+        RevisionNotFoundError,
+    )
+    from huggingface_hub.utils import logging as hf_logging
+
+    # huggingface_hub retries an unreachable Hub for about 20 s, logging each try; the outcome is one line here
+    hf_logging.set_verbosity_error()
+    filename = f"{exp_name}.cleanrl_model"
+    print(f"downloading {filename} from {constants.ENDPOINT}/{repo_id}", flush=True)
+    try:
+        return hf_hub_download(repo_id, filename)
+    except HFValidationError as e:
+        raise ValueError(f"--hf-repository {repo_id!r} is not a Hub repository id ({e})") from e
+    except RepositoryNotFoundError as e:  # private repositories answer the same without the right token
+        raise ValueError(f"no model repository {repo_id} on {constants.ENDPOINT} (or it is private: set HF_TOKEN)") from e
+    except RevisionNotFoundError as e:
+        raise ValueError(f"{repo_id} on {constants.ENDPOINT} has no main branch") from e
+    except LocalEntryNotFoundError as e:  # the Hub did not answer and the file is not in the cache
+        raise ValueError(f"cannot reach the Hub at {constants.ENDPOINT} to download {repo_id}/{filename}") from e
+    except EntryNotFoundError as e:
+        raise ValueError(f"{repo_id} has no {filename}; was it pushed by {exp_name}.py --upload-model?") from e
+    except Exception as e:  # other HTTP answers (401, 5xx), disk errors
+        reason = (str(e).splitlines() or [""])[0] or type(e).__name__
+        raise ValueError(f"cannot download {repo_id}/{filename} from {constants.ENDPOINT} ({reason})") from e
+
+
 def validation_error(args: Args) -> Optional[str]:
-    """The first problem with the command-line values as one line, or None."""
+    """The first problem with the command-line values as one line, or None. With --hf-repository, downloads
+    the checkpoint and sets `args.model_path` to the local copy."""
     if args.exp_name not in scripts_that_evaluate():
         return f"--exp-name {args.exp_name!r} is not a script that evaluates; choose from {', '.join(scripts_that_evaluate())}"
-    if args.model_path is None:
-        return "give the model to evaluate with --model-path"
+    if (args.model_path is None) == (args.hf_repository is None):
+        return "give the model to evaluate with exactly one of --model-path and --hf-repository"
     if args.eval_episodes < 1:
         return f"--eval-episodes must be at least 1, got {args.eval_episodes}"
+    if args.hf_repository is not None:
+        try:
+            args.model_path = download_model(args.hf_repository, args.exp_name)
+        except ValueError as e:
+            return str(e)
     try:
         checkpoint = read_checkpoint(args.model_path)
     except (OSError, ValueError) as e:

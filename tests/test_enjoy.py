@@ -51,7 +51,7 @@ def test_bad_input_exits_2_with_one_line(workdir):
     (workdir / "junk.cleanrl_model").write_text("not a checkpoint")
     cases = [
         (["--exp-name", "nope", "--model-path", model], "--exp-name 'nope' is not a script that evaluates; choose from"),
-        (["--exp-name", "dqn"], "give the model to evaluate with --model-path"),
+        (["--exp-name", "dqn"], "give the model to evaluate with exactly one of --model-path and --hf-repository"),
         (["--exp-name", "dqn", "--model-path", workdir / "missing"], "cannot read --model-path"),
         (["--exp-name", "dqn", "--model-path", workdir / "junk.cleanrl_model"], "not a torch checkpoint"),
         (["--exp-name", "dqn", "--model-path", model, "--env-id", "Acrobot-v1"], "trained on CartPole-v1, not --env-id"),

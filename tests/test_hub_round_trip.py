@@ -1,0 +1,148 @@
+"""The Hugging Face round trip of ppo.py: `--save-model --upload-model` pushes the run to a Hub, and
+`cleanrl_utils.enjoy --hf-repository` downloads and evaluates it. The Hub is a local stand-in
+(tests/hub_standin.py) reached through the real huggingface_hub client via HF_ENDPOINT."""
+
+import socket
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from budgets import TINY
+from cleanrl_utils.report import read_scalars
+from conftest import REPO, SCRIPTS, check_ok, check_refused, only_run_dir, run_script, script_env
+from hub_standin import HubStandIn
+
+UPLOAD = [*TINY["ppo.py"], "--save-model", "--upload-model"]
+REPO_ID = "standin-user/ppo-CartPole-v1-seed1"  # the token's user (whoami), CleanRL's repository name
+
+
+@pytest.fixture
+def hub(tmp_path_factory):
+    hub = HubStandIn(tmp_path_factory.mktemp("hub"))
+    yield hub
+    hub.stop()
+
+
+def hub_env(endpoint, hf_home, token="fake"):
+    """The scripts' test env pointed at `endpoint`, with its own huggingface_hub home (no saved token, empty cache)."""
+    env = {k: v for k, v in script_env().items() if not k.startswith(("HF_", "HUGGING_FACE_"))}
+    env |= {"HF_ENDPOINT": endpoint, "HF_HOME": str(hf_home), "HF_HUB_DISABLE_TELEMETRY": "1"}
+    if token is not None:
+        env["HF_TOKEN"] = token
+    return env
+
+
+def closed_port_endpoint():
+    """An endpoint on 127.0.0.1 where nothing listens (an unreachable Hub)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    return f"http://127.0.0.1:{port}"
+
+
+def enjoy(*args, cwd, env):
+    command = [sys.executable, "-m", "cleanrl_utils.enjoy", *map(str, args)]
+    return subprocess.run(command, cwd=cwd, env=env | {"PYTHONPATH": str(REPO)}, capture_output=True, text=True, timeout=600)
+
+
+def test_upload_pushes_the_run_and_enjoy_evaluates_it_from_the_hub(hub, workdir, tmp_path):
+    env = hub_env(hub.endpoint, tmp_path / "hf_home")
+    result = run_script("ppo.py", *UPLOAD, "--capture-video", cwd=workdir, env=env)
+    check_ok(result)
+    assert f"model uploaded to {hub.endpoint}/{REPO_ID}" in result.stdout
+    run_dir = only_run_dir(workdir)
+    files = hub.files(REPO_ID)
+    (events,) = run_dir.glob("events.out.tfevents.*")
+    assert sorted(files) == sorted(["ppo.cleanrl_model", "README.md", "replay.mp4", "ppo.py", events.name])
+    assert files["ppo.cleanrl_model"] == (run_dir / "ppo.cleanrl_model").read_bytes()
+    assert files["ppo.py"] == (SCRIPTS / "ppo.py").read_bytes()
+    assert files[events.name] == events.read_bytes()  # the writer was closed before the upload
+    eval_videos = {p.read_bytes() for p in (workdir / "videos" / f"{run_dir.name}-eval").glob("*.mp4")}
+    assert files["replay.mp4"] in eval_videos
+    card = files["README.md"].decode()
+    assert card == (run_dir / "README.md").read_text()  # the model card is kept with the run too
+    _, returns = read_scalars(str(run_dir), "eval/episodic_return")
+    assert len(returns) == 10
+    assert f"{np.mean(returns):.2f} ± {np.std(returns):.2f}" in card
+    assert "library_name: cleanrl" in card and "- CartPole-v1" in card and "PPO agent playing CartPole-v1" in card
+    assert "python ppo.py " + " ".join(map(str, UPLOAD)) + " --capture-video" in card
+    assert "| learning_rate | 0.00025 |" in card and "| torch | gymnasium |" in card.replace("python | ", "")
+    assert f"--hf-repository {REPO_ID}" in card
+    assert hub.commit_attempts == 1
+    # no LFS/Xet: every file came inline in the commit (the stand-in refuses anything else)
+    assert not any("lfs" in path or "xet" in path for _, path in hub.requests)
+
+    result = enjoy("--exp-name", "ppo", "--hf-repository", REPO_ID, "--eval-episodes", 2, cwd=workdir, env=env)
+    check_ok(result)
+    assert "ppo on CartPole-v1: " in result.stdout and "over 2 episodes" in result.stdout
+    assert ("GET", f"/{REPO_ID}/resolve/main/ppo.cleanrl_model") in hub.requests
+
+
+def test_a_transient_commit_failure_is_retried(hub, workdir, tmp_path):
+    hub.fail_commits = 1  # the first commit answers 503
+    env = hub_env(hub.endpoint, tmp_path / "hf_home")
+    result = run_script("ppo.py", *UPLOAD, "--hf-entity", "my-org", cwd=workdir, env=env)
+    check_ok(result)
+    assert hub.commit_attempts == 2
+    assert "model uploaded to" in result.stdout and "could not push" not in result.stderr
+    files = hub.files("my-org/ppo-CartPole-v1-seed1")
+    assert {"ppo.cleanrl_model", "README.md", "ppo.py"} <= set(files) and "replay.mp4" not in files
+
+
+@pytest.mark.parametrize("failure", ["hub-keeps-answering-503", "hub-unreachable"])
+def test_an_upload_that_keeps_failing_exits_1_and_keeps_the_run(failure, hub, workdir, tmp_path):
+    hub.fail_commits = 1000
+    endpoint = hub.endpoint if failure == "hub-keeps-answering-503" else closed_port_endpoint()
+    result = run_script("ppo.py", *UPLOAD, cwd=workdir, env=hub_env(endpoint, tmp_path / "hf_home"))
+    assert result.returncode == 1, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("ppo.py: --upload-model could not push the run to the Hub"), result.stderr
+    run_dir = only_run_dir(workdir)
+    assert f"everything is kept in runs/{run_dir.name}" in lines[0]
+    assert (run_dir / "ppo.cleanrl_model").stat().st_size > 0
+    assert len(read_scalars(str(run_dir), "eval/episodic_return")[1]) == 10
+    if failure == "hub-keeps-answering-503":
+        assert "503" in lines[0]
+        assert hub.commit_attempts == 3  # bounded retries
+        assert (run_dir / "README.md").is_file()
+        assert hub.files(REPO_ID) == {}
+
+
+def test_upload_refusals_exit_2_before_any_network_call(hub, workdir, tmp_path):
+    env = hub_env(hub.endpoint, tmp_path / "hf_home")
+    cases = [
+        (["--upload-model"], env, "--upload-model pushes the saved model and its evaluation; add --save-model"),
+        (UPLOAD, hub_env(hub.endpoint, tmp_path / "hf_home", token=None), "needs a Hugging Face token: run `hf auth login`"),
+        ([*UPLOAD, "--hf-entity", "bad entity"], env, "'bad entity/ppo-CartPole-v1-seed1' is not a valid Hub repository id"),
+        ([*UPLOAD, "--exp-name", "a--b"], env, "is not a valid Hub repository id"),
+    ]
+    for flags, case_env, message in cases:
+        result = run_script("ppo.py", *flags, cwd=workdir, env=case_env, timeout=120)
+        check_refused(result, "ppo.py", message, workdir)
+        assert "HF_TOKEN" in result.stderr or "token" not in message
+    assert hub.requests == []
+
+
+def test_enjoy_hf_repository_refusals_exit_2_with_one_line(hub, workdir, tmp_path):
+    hub.repos["standin-user/empty"] = {"commit": "1" * 40, "files": {"README.md": b"# nothing here\n"}}
+    env = hub_env(hub.endpoint, tmp_path / "hf_home")
+    unreachable = hub_env(closed_port_endpoint(), tmp_path / "hf_home")
+    (workdir / "model.cleanrl_model").write_bytes(b"")
+    cases = [
+        (["--hf-repository", "standin-user/nope"], env, "no model repository standin-user/nope on http://127.0.0.1:"),
+        (["--hf-repository", "standin-user/empty"], env, "standin-user/empty has no ppo.cleanrl_model"),
+        (["--hf-repository", REPO_ID], unreachable, "cannot reach the Hub at http://127.0.0.1:"),
+        (["--hf-repository", "a/b/c"], env, "--hf-repository 'a/b/c' is not a Hub repository id"),
+        (
+            ["--hf-repository", REPO_ID, "--model-path", workdir / "model.cleanrl_model"],
+            env,
+            "exactly one of --model-path and --hf-repository",
+        ),
+    ]
+    for flags, case_env, message in cases:
+        result = enjoy("--exp-name", "ppo", *flags, cwd=workdir, env=case_env)
+        assert result.returncode == 2, (flags, result.stderr)
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("enjoy: ") and message in lines[0], result.stderr
