@@ -3,6 +3,7 @@ budgets, on MuJoCo tasks; returns and speed, written as one markdown table.
 
     .venv/bin/python benchmark/continuous_vs_sb3.py                      # 3 algos x 2 envs x 3 seeds x 100k
     .venv/bin/python benchmark/continuous_vs_sb3.py --algos td3 --env-ids Hopper-v5 --seeds 1 --total-timesteps 30000
+    .venv/bin/python benchmark/continuous_vs_sb3.py --table-only     # the table from the runs finished so far
 
 Runs go one at a time (ours, then SB3, for each seed) so machine noise hits both alike, each a
 subprocess with OMP_NUM_THREADS=1 on the CPU. Every finished run leaves a JSON file in --out and is
@@ -100,6 +101,8 @@ class Args:
     """where runs and their result files go (finished runs there are not run again)"""
     markdown: str = str(REPO / "benchmark" / "results" / "continuous_vs_sb3.md")
     """where the result table goes"""
+    table_only: bool = False
+    """run nothing: write the table from the runs finished in --out (a row counts the seeds that both sides finished)"""
 
 
 def run_env():
@@ -214,6 +217,8 @@ def main(args):
                     key = (side, algo, env_id, seed)
                     path = out / f"{side}_{algo}_{env_id}_{seed}_{args.total_timesteps}.json"
                     if not path.exists():
+                        if args.table_only:
+                            continue
                         print(f"running {side} {algo} {env_id} seed {seed} ({args.total_timesteps} steps)", flush=True)
                         try:
                             result = runner(algo, env_id, seed, args.total_timesteps, out / path.stem)
@@ -226,7 +231,8 @@ def main(args):
 
 
 def write_markdown(results, args):
-    command = " ".join(["benchmark/continuous_vs_sb3.py", *sys.argv[1:]])
+    # the command that makes these runs: --table-only only rewrites the table
+    command = " ".join(["benchmark/continuous_vs_sb3.py", *(a for a in sys.argv[1:] if a != "--table-only")])
     Path(args.markdown).write_text(
         f"# cleanrl vs Stable-Baselines3: SAC, TD3, DDPG on MuJoCo ({args.total_timesteps} steps)\n\n"
         f"Command: `.venv/bin/python {command}` (settings and method in the script's docstring).\n"
