@@ -9,7 +9,8 @@ by (exp_name, env_id). `--out DIR` gets (created if needed; files of an earlier 
 does not write again are left alone):
 
   - `report.md`: the table below, the aggregates when `--normalization` is given, links to the figures
-    (the same text is printed on stdout);
+    (the same text is printed on stdout; it names the RUNS_DIRs as given and the CSV files by file name
+    only, so a committed report carries no local paths);
   - `{env_id}.png`, one per env: the learning curves, episodic return against global step (left) and
     against wall-clock time since the run's first logged scalar (right), one line per exp_name;
   - `aggregates.png` with `--normalization`: IQM and optimality gap per exp_name with their CIs.
@@ -538,13 +539,14 @@ def build(args: Args) -> tuple[str, list[RunData], list[dict], Optional[list[dic
         f"Return of a run: mean `{RETURN_TAG}` "
         f"of its last {episodes}; a row gives mean ± std (population) over its runs. Runtime: first to last "
         f"logged scalar, mean over runs. SPS: last logged `{SPS_TAG}`, mean over runs."
-        + (f" Reference: `{args.reference}`." if reference is not None else "")
+        + (f" Reference: `{os.path.basename(args.reference)}`." if reference is not None else "")
     )
     text += ["", markdown_table(rows, reference)]
     if aggs is not None:
         text += ["## Aggregates", ""]
         text.append(
-            f"Final returns normalised with `{args.normalization}` as (return − min) / (max − min); per exp_name, pooled "
+            f"Final returns normalised with `{os.path.basename(args.normalization)}` as (return − min) / (max − min); "
+            "per exp_name, pooled "
             "over its envs and runs: IQM (mean of the middle 50%) and optimality gap (mean of max(0, 1 − score)), "
             f"95% stratified-bootstrap CIs ({args.reps} resamples), computed with rliable (Agarwal et al. 2021, "
             '"Deep Reinforcement Learning at the Edge of the Statistical Precipice", NeurIPS). Compare exp_names '
