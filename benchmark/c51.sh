@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # cleanrl/c51.py on classic control (CartPole-v1, Acrobot-v1, MountainCar-v0), 3 seeds x 500k steps,
-# 2 runs at a time, then c51_classic_control_table.md and c51_classic_control.png in benchmark/results/.
+# 2 runs at a time, then report.md and a PNG per env in benchmark/results/c51_classic_control/.
 #   bash benchmark/c51.sh
 #   ENVS=CartPole-v1 SEEDS="1 2" STEPS=100000 WORKERS=1 OUT=/tmp/c51 RESULTS=/tmp bash benchmark/c51.sh --track
 # Extra flags go to c51.py; see suite.sh for the settings.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # cleanrl/ddpg_continuous_action.py on MuJoCo (HalfCheetah-v5, Walker2d-v5, Hopper-v5), 3 seeds x 1M steps (the published
-# budget), 2 runs at a time, then ddpg_mujoco_table.md and ddpg_mujoco.png in benchmark/results/.
+# budget), 2 runs at a time, then report.md and a PNG per env in benchmark/results/ddpg_mujoco/.
 #   bash benchmark/ddpg.sh
 #   ENVS=Hopper-v5 SEEDS="1 2" STEPS=100000 WORKERS=1 OUT=/tmp/ddpg RESULTS=/tmp bash benchmark/ddpg.sh --track
 # Extra flags go to the script; see suite.sh for the settings. Side by side with Stable-Baselines3 at

@@ -2,8 +2,8 @@
 # A short dqn_atari.py run on BreakoutNoFrameskip-v4 that shows learning has begun: 300k steps with
 # ε annealed over the first half of the run (the default 10% of 10M ends ε-greedy exploration at 1M
 # steps; 10% of 300k would end it before learning starts at 80k). Peak memory from
-# /usr/bin/time -v, then the episodic-return curve and a table (dqn_atari_breakout.png and
-# dqn_atari_breakout_table.md in $RESULTS, default benchmark/results/).
+# /usr/bin/time -v, then the episodic-return curves and a table (report.md and
+# BreakoutNoFrameskip-v4.png in $RESULTS/dqn_atari_breakout/, default benchmark/results/).
 #   bash benchmark/dqn_atari_breakout.sh
 #   STEPS=10000000 bash benchmark/dqn_atari_breakout.sh --exploration-fraction 0.1   # the published run
 set -euo pipefail
@@ -16,5 +16,5 @@ PYTHONPATH="$repo${PYTHONPATH:+:$PYTHONPATH}" "$python" -m cleanrl_utils.benchma
 log="$out/logs/BreakoutNoFrameskip-v4__1.log"
 grep "^global_step=" "$log" | tail -n 1
 grep -E "^replay buffer:|^eval/|Maximum resident set size|Elapsed \(wall clock\)" "$log"
-"$python" -m cleanrl_utils.report --runs-dir "$out/runs" --last-episodes 20 \
-  --markdown "$results/dqn_atari_breakout_table.md" --plot "$results/dqn_atari_breakout.png"
+# from $out, so the report names its runs folder "runs"
+PYTHONPATH="$repo${PYTHONPATH:+:$PYTHONPATH}" "$python" -m cleanrl_utils.report runs --last-episodes 20 --out "$results/dqn_atari_breakout"

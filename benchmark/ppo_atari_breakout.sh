@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The main job on real Atari: ppo_atari.py on BreakoutNoFrameskip-v4, with peak memory from
-# /usr/bin/time -v, then the episodic-return curve and a table (ppo_atari_breakout.png and
-# ppo_atari_breakout_table.md in $RESULTS, default benchmark/results/).
+# /usr/bin/time -v, then the episodic-return curves and a table (report.md and
+# BreakoutNoFrameskip-v4.png in $RESULTS/ppo_atari_breakout/, default benchmark/results/).
 #   bash benchmark/ppo_atari_breakout.sh              # 500k steps, seed 1
 #   STEPS=10000000 bash benchmark/ppo_atari_breakout.sh   # the published 10M-step run
 set -euo pipefail
@@ -14,5 +14,5 @@ PYTHONPATH="$repo${PYTHONPATH:+:$PYTHONPATH}" "$python" -m cleanrl_utils.benchma
 log="$out/logs/BreakoutNoFrameskip-v4__1.log"
 grep "^global_step=" "$log" | tail -n 1
 grep -E "^replay buffer:|^eval/|Maximum resident set size|Elapsed \(wall clock\)" "$log"
-"$python" -m cleanrl_utils.report --runs-dir "$out/runs" --last-episodes 20 \
-  --markdown "$results/ppo_atari_breakout_table.md" --plot "$results/ppo_atari_breakout.png"
+# from $out, so the report names its runs folder "runs"
+PYTHONPATH="$repo${PYTHONPATH:+:$PYTHONPATH}" "$python" -m cleanrl_utils.report runs --last-episodes 20 --out "$results/ppo_atari_breakout"

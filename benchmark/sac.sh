@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # cleanrl/sac_continuous_action.py on MuJoCo (HalfCheetah-v5, Walker2d-v5, Hopper-v5), 3 seeds x 1M steps (the published
-# budget), 2 runs at a time, then sac_mujoco_table.md and sac_mujoco.png in benchmark/results/.
+# budget), 2 runs at a time, then report.md and a PNG per env in benchmark/results/sac_mujoco/.
 #   bash benchmark/sac.sh
 #   ENVS=Hopper-v5 SEEDS="1 2" STEPS=100000 WORKERS=1 OUT=/tmp/sac RESULTS=/tmp bash benchmark/sac.sh --track
 # Extra flags go to the script; see suite.sh for the settings. Side by side with Stable-Baselines3 at

@@ -7,8 +7,11 @@
 # mujoco (HalfCheetah-v5 Walker2d-v5 Hopper-v5, 1M steps; NAME is cleanrl/NAME_continuous_action.py).
 # ENVS, SEEDS (consecutive), STEPS and WORKERS override the defaults; the runs go through
 # cleanrl_utils.benchmark (a log per run in $OUT/logs). Runs land in $OUT/runs (default
-# benchmark/out/NAME_SUITE); the table and curves in $RESULTS (default benchmark/results/) as
-# NAME_SUITE_table.md and NAME_SUITE.png. The per-algorithm scripts (ppo.sh, sac.sh, ...) call this.
+# benchmark/out/NAME_SUITE); the report (cleanrl_utils.report) in $RESULTS/NAME_SUITE/ (default
+# benchmark/results/): report.md with the table and a PNG of curves per env. At the default STEPS (the
+# published budget) the table has a reference column from benchmark/published_returns.csv (CleanRL's
+# published returns; the MuJoCo ones are on -v4 envs, so -v5 rows show none).
+# The per-algorithm scripts (ppo.sh, sac.sh, ...) call this.
 set -euo pipefail
 suite=${1:?usage: suite.sh classic_control|mujoco SCRIPT_NAME [extra flags]}
 name=${2:?usage: suite.sh classic_control|mujoco SCRIPT_NAME [extra flags]}
@@ -42,5 +45,10 @@ if ! OMP_NUM_THREADS=1 PYTHONPATH="$repo${PYTHONPATH:+:$PYTHONPATH}" "$python" -
   exit 1
 fi
 
-"$python" -m cleanrl_utils.report --runs-dir "$out/runs" \
-  --markdown "$results/${name}_${suite}_table.md" --plot "$results/${name}_${suite}.png"
+reference=()
+if [ "$steps" = "$default_steps" ]; then
+  reference=(--reference "$repo/benchmark/published_returns.csv")
+fi
+# from $out, so the report names its runs folder "runs"
+PYTHONPATH="$repo${PYTHONPATH:+:$PYTHONPATH}" "$python" -m cleanrl_utils.report runs --out "$results/${name}_${suite}" \
+  ${reference[@]+"${reference[@]}"}

@@ -26,17 +26,19 @@ def test_ppo_sh_runs_envs_times_seeds_and_reports(tmp_path):
     result = run_benchmark(["bash", "benchmark/ppo.sh"], tmp_path, ENVS="CartPole-v1 Acrobot-v1", SEEDS="1 2", STEPS="2048")
     assert sorted(os.listdir(tmp_path / "out" / "runs"))[0].startswith("Acrobot-v1__ppo__1__")
     assert len(os.listdir(tmp_path / "out" / "runs")) == 4
-    table = (tmp_path / "ppo_classic_control_table.md").read_text()
-    assert "| ppo | Acrobot-v1 | 2 | 1, 2 |" in table and "| ppo | CartPole-v1 | 2 | 1, 2 |" in table
-    assert (tmp_path / "ppo_classic_control.png").stat().st_size > 0
-    assert table in result.stdout
+    report = (tmp_path / "ppo_classic_control" / "report.md").read_text()
+    assert "| ppo | Acrobot-v1 | 2 | 1, 2 |" in report and "| ppo | CartPole-v1 | 2 | 1, 2 |" in report
+    assert "reference" not in report  # 2048 steps is not the published budget, so no published column
+    for env_id in ("Acrobot-v1", "CartPole-v1"):
+        assert (tmp_path / "ppo_classic_control" / f"{env_id}.png").stat().st_size > 0
+    assert report in result.stdout
 
 
 def test_ppo_atari_breakout_sh_reports_memory_and_curve(tmp_path):
     result = run_benchmark(["bash", "benchmark/ppo_atari_breakout.sh", "--num-envs", "2"], tmp_path, STEPS="3072")
     assert "Maximum resident set size" in result.stdout
-    assert "| ppo_atari | BreakoutNoFrameskip-v4 | 1 | 1 |" in (tmp_path / "ppo_atari_breakout_table.md").read_text()
-    assert (tmp_path / "ppo_atari_breakout.png").stat().st_size > 0
+    assert "| ppo_atari | BreakoutNoFrameskip-v4 | 1 | 1 |" in (tmp_path / "ppo_atari_breakout" / "report.md").read_text()
+    assert (tmp_path / "ppo_atari_breakout" / "BreakoutNoFrameskip-v4.png").stat().st_size > 0
 
 
 @pytest.mark.parametrize("script,steps", [("ppo_vs_sb3_speed.py", "1024"), ("dqn_vs_sb3_speed.py", "12000")])
@@ -84,7 +86,7 @@ def test_atari_replay_memory_reports_bytes_per_transition(script, tmp_path):
 )
 def test_value_based_classic_control_benchmarks_run_and_report(name, flags, tmp_path):
     run_benchmark(["bash", f"benchmark/{name}.sh", *flags], tmp_path, ENVS="CartPole-v1", SEEDS="1", STEPS="1024")
-    table = (tmp_path / f"{name}_classic_control_table.md").read_text()
+    table = (tmp_path / f"{name}_classic_control" / "report.md").read_text()
     assert f"| {name} | CartPole-v1 | 1 | 1 |" in table
 
 
@@ -99,7 +101,7 @@ def test_value_based_classic_control_benchmarks_run_and_report(name, flags, tmp_
 )
 def test_mujoco_benchmarks_run_and_report(name, flags, tmp_path):
     run_benchmark(["bash", f"benchmark/{name}.sh", *flags], tmp_path, ENVS="InvertedPendulum-v5", SEEDS="1", STEPS="256")
-    table = (tmp_path / f"{name}_mujoco_table.md").read_text()
+    table = (tmp_path / f"{name}_mujoco" / "report.md").read_text()
     assert f"| {name}_continuous_action | InvertedPendulum-v5 | 1 | 1 |" in table
 
 
@@ -124,7 +126,7 @@ def test_dqn_atari_breakout_sh_reports_memory_and_curve(tmp_path):
     flags = ["--learning-starts", "200", "--buffer-size", "1000", "--batch-size", "8"]
     result = run_benchmark(["bash", "benchmark/dqn_atari_breakout.sh", *flags], tmp_path, STEPS="600")
     assert "Maximum resident set size" in result.stdout and "replay buffer: 1000 frames" in result.stdout
-    assert "| dqn_atari | BreakoutNoFrameskip-v4 | 1 | 1 |" in (tmp_path / "dqn_atari_breakout_table.md").read_text()
+    assert "| dqn_atari | BreakoutNoFrameskip-v4 | 1 | 1 |" in (tmp_path / "dqn_atari_breakout" / "report.md").read_text()
 
 
 def test_ppo_sh_refuses_an_out_folder_that_already_holds_runs(tmp_path):

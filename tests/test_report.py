@@ -1,39 +1,73 @@
-"""cleanrl_utils.report on run directories written here with TensorBoard's own writer."""
+"""cleanrl_utils.report on run directories written here with TensorBoard's own writer, at explicit wall times."""
 
+import os
 import subprocess
 import sys
 
 import numpy as np
 import pytest
+import tyro
 from torch.utils.tensorboard import SummaryWriter
 
-from cleanrl_utils.report import find_runs, markdown_table, plot_curves, read_scalars, smooth, summarize
+from cleanrl_utils.report import (
+    Args,
+    ReportError,
+    aggregates,
+    bootstrap_band,
+    common_grid,
+    find_runs,
+    format_duration,
+    load_run,
+    main,
+    markdown_table,
+    normalized_scores,
+    read_reference,
+    read_scalars,
+    smooth,
+    summarize,
+)
+
+PNG = b"\x89PNG\r\n\x1a\n"
 
 
-def write_run(runs_dir, name, returns, sps=1000):
+def write_run(runs_dir, name, returns, sps=1000.0, start=1000.0, end=None):
+    """Episode i ends at step 10 (i + 1), wall time start + 10 i; SPS is logged once, at `end`
+    (default start + 100), which makes the run's runtime end - start."""
     writer = SummaryWriter(str(runs_dir / name))
     for i, r in enumerate(returns):
-        writer.add_scalar("charts/episodic_return", r, 10 * (i + 1))
-    writer.add_scalar("charts/SPS", sps, 10 * len(returns))
+        writer.add_scalar("charts/episodic_return", r, 10 * (i + 1), walltime=start + 10 * i)
+    if sps is not None:
+        writer.add_scalar("charts/SPS", sps, 10 * len(returns), walltime=start + 100 if end is None else end)
     writer.close()
 
 
 @pytest.fixture
 def runs_dir(tmp_path):
     runs = tmp_path / "runs"
-    write_run(runs, "CartPole-v1__ppo__1__100", [0, 10, 20, 30], sps=1000)
-    write_run(runs, "CartPole-v1__ppo__2__101", [0, 10, 40, 50], sps=3000)
-    write_run(runs, "ALE-Breakout-v5__ppo_atari__1__102", [1, 2, 3])
-    write_run(runs, "CartPole-v1__sweep___7__104", [5])  # exp_name "sweep_"
+    write_run(runs, "CartPole-v1__ppo__1__100", [0, 10, 20, 30], sps=1000, start=1000, end=1100)  # runtime 100 s
+    write_run(runs, "CartPole-v1__ppo__2__101", [0, 10, 40, 50], sps=3000, start=5000, end=5200)  # runtime 200 s
+    write_run(runs, "Acrobot-v1__ppo__1__102", [-500, -300, -70, -90], sps=500, start=0, end=3600)
+    write_run(runs, "Acrobot-v1__ppo__2__103", [-500, -40, -60, 60], sps=700, start=0, end=7200)
+    write_run(runs, "CartPole-v1__sweep___7__104", [5], sps=None, start=0, end=None)  # exp_name "sweep_", no SPS
     (runs / "not-a-run").mkdir()
-    SummaryWriter(str(runs / "CartPole-v1__ppo__3__103")).close()  # started, no episode yet
+    SummaryWriter(str(runs / "CartPole-v1__ppo__3__105")).close()  # started, no episode yet
     return runs
+
+
+@pytest.fixture
+def csvs(tmp_path):
+    norm = tmp_path / "norm.csv"
+    norm.write_text("env_id,min,max,note\nCartPole-v1,0,100,random and best\nAcrobot-v1,-100,0,\n")
+    reference = tmp_path / "reference.csv"
+    reference.write_text("env_id,exp_name,return,std\nCartPole-v1,ppo,490.04,6.12\nAcrobot-v1,,-86.36,\n")
+    return norm, reference
 
 
 def test_find_runs_parses_run_names(runs_dir):
     runs = find_runs(str(runs_dir))
     assert [(r.env_id, r.exp_name, r.seed) for r in runs] == [
-        ("ALE-Breakout-v5", "ppo_atari", 1),
+        ("Acrobot-v1", "ppo", 1),
+        ("Acrobot-v1", "ppo", 2),
         ("CartPole-v1", "ppo", 1),
         ("CartPole-v1", "ppo", 2),
         ("CartPole-v1", "ppo", 3),
@@ -48,63 +82,208 @@ def test_read_scalars(runs_dir):
     assert len(steps) == len(values) == 0
 
 
+def test_load_run_times_runtime_and_sps(runs_dir):
+    run = next(r for r in find_runs(str(runs_dir)) if (r.env_id, r.exp_name, r.seed) == ("CartPole-v1", "ppo", 2))
+    data = load_run(run)
+    assert data.steps.tolist() == [10, 20, 30, 40] and data.returns.tolist() == [0, 10, 40, 50]
+    assert data.times.tolist() == [0, 10, 20, 30]  # seconds since the first scalar
+    assert data.runtime == 200 and data.sps == 3000
+    empty = load_run(next(r for r in find_runs(str(runs_dir)) if r.seed == 3))
+    assert len(empty.returns) == 0 and empty.runtime == 0 and np.isnan(empty.sps)
+
+
+def rows_of(runs_dir, last_episodes):
+    return summarize([load_run(r) for r in find_runs(str(runs_dir))], last_episodes)
+
+
 def test_summarize_over_seeds(runs_dir):
-    rows, skipped = summarize(find_runs(str(runs_dir)), last_episodes=2)
-    cartpole = next(r for r in rows if r["env_id"] == "CartPole-v1")
+    rows = rows_of(runs_dir, last_episodes=2)
+    assert [(r["exp_name"], r["env_id"]) for r in rows] == [
+        ("ppo", "Acrobot-v1"),
+        ("ppo", "CartPole-v1"),
+        ("sweep_", "CartPole-v1"),
+    ]
+    cartpole = rows[1]
     # seed 1: mean(20, 30) = 25; seed 2: mean(40, 50) = 45; seed 3 has no episode yet
-    assert cartpole["runs"] == 2 and cartpole["seeds"] == [1, 2]
+    assert cartpole["runs"] == 2 and cartpole["seeds"] == [1, 2] and cartpole["finals"].tolist() == [25, 45]
     assert cartpole["return_mean"] == pytest.approx(35) and cartpole["return_std"] == pytest.approx(10)
-    assert cartpole["sps"] == pytest.approx(2000)
-    assert [r.seed for r in skipped] == [3]
-    assert "| ppo | CartPole-v1 | 2 | 1, 2 | 35.00 ± 10.00 | 2000 |" in markdown_table(rows)
+    assert cartpole["runtime"] == pytest.approx(150) and cartpole["sps"] == pytest.approx(2000)
+    # more episodes asked for than a run has: all of them
+    assert rows[2]["finals"].tolist() == [5] and np.isnan(rows[2]["sps"]) and rows[2]["runtime"] == 0
+
+
+def test_markdown_table_with_reference(runs_dir, csvs):
+    rows = rows_of(runs_dir, last_episodes=2)
+    table = markdown_table(rows, read_reference(str(csvs[1])))
+    assert table.splitlines()[:2] == [
+        "| exp_name | env_id | runs | seeds | return (mean ± std) | reference | runtime (h:mm:ss) | SPS |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    # Acrobot: seed 1 mean(-70, -90) = -80, seed 2 mean(-60, 60) = 0 -> -40 ± 40; runtimes 1 h and 2 h
+    assert "| ppo | Acrobot-v1 | 2 | 1, 2 | -40.00 ± 40.00 | -86.36 | 1:30:00 | 600 |" in table
+    assert "| ppo | CartPole-v1 | 2 | 1, 2 | 35.00 ± 10.00 | 490.04 ± 6.12 | 0:02:30 | 2000 |" in table
+    assert "| sweep_ | CartPole-v1 | 1 | 7 | 5.00 ± 0.00 | — | 0:00:00 | — |" in table  # reference names ppo only
+    assert "reference" not in markdown_table(rows)
+
+
+def test_format_duration():
+    assert [format_duration(s) for s in (0, 59.6, 3661, 36000)] == ["0:00:00", "0:01:00", "1:01:01", "10:00:00"]
+
+
+def test_aggregates_by_hand():
+    # pooled normalised scores 0.1, 0.2, 0.3, 1.5: IQM = mean of the middle two = 0.25,
+    # optimality gap = mean(0.9, 0.8, 0.7, 0) = 0.6 (scores above 1 count as 1)
+    scores = {"ppo": {"A": np.array([0.1, 0.2]), "B": np.array([0.3, 1.5])}, "dqn": {"A": np.array([0.4])}}
+    state = np.random.get_state()
+    result = aggregates(scores, reps=200, seed=3)
+    assert np.random.get_state()[1].tolist() == state[1].tolist()  # global generator restored
+    ppo = next(a for a in result if a["exp_name"] == "ppo")
+    assert (ppo["envs"], ppo["runs"]) == (2, 4)
+    assert ppo["iqm"] == pytest.approx(0.25) and ppo["gap"] == pytest.approx(0.6)
+    assert ppo["iqm_ci"][0] <= 0.25 <= ppo["iqm_ci"][1] and ppo["iqm_ci"][0] < ppo["iqm_ci"][1]
+    assert ppo["gap_ci"][0] <= 0.6 <= ppo["gap_ci"][1]
+    dqn = next(a for a in result if a["exp_name"] == "dqn")
+    assert dqn["iqm"] == pytest.approx(0.4) and dqn["iqm_ci"] == pytest.approx((0.4, 0.4))
+    assert aggregates(scores, reps=200, seed=3) == result  # seeded
+
+
+def test_normalized_scores(runs_dir):
+    rows = rows_of(runs_dir, last_episodes=2)
+    scores = normalized_scores(rows, {"CartPole-v1": (0, 100), "Acrobot-v1": (-100, 0)})
+    assert scores["ppo"]["CartPole-v1"].tolist() == pytest.approx([0.25, 0.45])
+    assert scores["ppo"]["Acrobot-v1"].tolist() == pytest.approx([0.2, 1.0])
+    with pytest.raises(ReportError, match="no row for Acrobot-v1$"):
+        normalized_scores(rows, {"CartPole-v1": (0, 100)})
 
 
 def test_smooth_is_a_trailing_mean():
     assert smooth(np.array([2.0, 4.0, 6.0, 8.0]), 2).tolist() == [2.0, 3.0, 5.0, 7.0]
 
 
-def test_plot_curves_writes_png(runs_dir, tmp_path):
-    path = tmp_path / "curves.png"
-    plot_curves(find_runs(str(runs_dir)), str(path))
-    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+def test_common_grid_covers_where_every_run_has_data():
+    grid, ys = common_grid([(np.array([0.0, 10.0]), np.array([0.0, 10.0])), (np.array([5.0, 20.0]), np.array([1.0, 1.0]))], 3)
+    assert grid.tolist() == [5.0, 7.5, 10.0] and ys.tolist() == [[5.0, 7.5, 10.0], [1.0, 1.0, 1.0]]
+    grid, _ = common_grid([(np.array([0.0, 1.0]), np.array([0.0, 0.0])), (np.array([2.0, 3.0]), np.array([0.0, 0.0]))])
+    assert grid.tolist() == [1.0]  # no overlap: one point
 
 
-@pytest.mark.parametrize(
-    "args,message",
-    [
-        (["--runs-dir", "missing"], "no such folder"),
-        (["--last-episodes", "0"], "at least 1"),
-        (["--markdown", "no/such/dir/t.md"], "its folder does not exist"),
-        (["--plot", "no/such/dir/c.png"], "its folder does not exist"),
-        (["--plot", "curves.txt"], "must name a .png file"),
-        (["--markdown", "empty"], "must name a file"),
-        (["--markdown", ""], "must name a file"),
-        (["--runs-dir", "empty"], "no run directories"),
-        (["--runs-dir", "started"], "has logged charts/episodic_return yet"),
-    ],
-)
-def test_cli_bad_input_exits_2_with_one_line_and_writes_nothing(args, message, runs_dir, tmp_path):
+def test_bootstrap_band_brackets_the_mean():
+    values = np.array([[0.0, 1.0], [2.0, 1.0], [4.0, 1.0]])
+    low, high = bootstrap_band(values, 500, np.random.default_rng(0))
+    assert low[0] < 2.0 < high[0] and 0.0 <= low[0] and high[0] <= 4.0
+    assert low[1] == pytest.approx(1.0) and high[1] == pytest.approx(1.0)
+
+
+def test_cli_writes_report_and_pngs(runs_dir, csvs, tmp_path):
+    out = tmp_path / "report" / "nested"
+    command = [sys.executable, "-m", "cleanrl_utils.report", str(runs_dir), "--out", str(out), "--last-episodes", "2"]
+    command += ["--normalization", str(csvs[0]), "--reference", str(csvs[1]), "--reps", "50"]
+    result = subprocess.run(command, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    report = (out / "report.md").read_text()
+    assert report == result.stdout
+    assert "| ppo | CartPole-v1 | 2 | 1, 2 | 35.00 ± 10.00 | 490.04 ± 6.12 | 0:02:30 | 2000 |" in report
+    # normalised: ppo 0.25, 0.45 (CartPole), 0.2, 1.0 (Acrobot): IQM mean(0.25, 0.45) = 0.35,
+    # gap mean(0.75, 0.55, 0.8, 0) = 0.525; sweep_ 0.05 alone
+    ppo = next(line for line in report.splitlines() if line.startswith("| ppo | 2 | 4 | "))
+    assert ppo.startswith("| ppo | 2 | 4 | 0.350 [") and "| 0.525 [" in ppo
+    assert "| sweep_ | 1 | 1 | 0.050 [0.050, 0.050] | 0.950 [0.950, 0.950] |" in report
+    assert sorted(p.name for p in out.iterdir()) == ["Acrobot-v1.png", "CartPole-v1.png", "aggregates.png", "report.md"]
+    for name in ("Acrobot-v1.png", "CartPole-v1.png", "aggregates.png"):
+        data = (out / name).read_bytes()
+        assert data[:8] == PNG and len(data) > 1000
+        assert f"({name})" in report
+    assert "left out" in result.stderr and "CartPole-v1__ppo__3__105" in result.stderr
+
+
+def test_several_runs_dirs_are_merged_once_each(runs_dir, tmp_path, capsys):
+    more = tmp_path / "more"
+    write_run(more, "CartPole-v1__dqn__1__200", [7, 9])
+    main(tyro.cli(Args, args=[str(runs_dir), str(more), str(runs_dir), "--out", str(tmp_path / "o"), "--reps", "20"]))
+    report = (tmp_path / "o" / "report.md").read_text()
+    assert "| dqn | CartPole-v1 | 1 | 1 | 8.00 ± 0.00 | 0:01:40 | 1000 |" in report
+    assert "| ppo | CartPole-v1 | 2 | 1, 2 |" in report  # runs_dir given twice, counted once
+    assert "reference" not in report and "Aggregates" not in report
+    assert sorted(p.name for p in (tmp_path / "o").iterdir()) == ["Acrobot-v1.png", "CartPole-v1.png", "report.md"]
+
+
+REFUSALS = [
+    (["missing", "--out", "o"], "no such folder 'missing'"),
+    (["--out", "o"], "name at least one RUNS_DIR"),
+    (["RUNS", "--out", "o", "--last-episodes", "0"], "--last-episodes must be at least 1, got 0"),
+    (["RUNS", "--out", "o", "--reps", "-1"], "--reps must be at least 1, got -1"),
+    (["RUNS", "--out", "afile"], "exists and is not a folder"),
+    (["RUNS", "--out", "afile/sub"], "is not a folder"),
+    (["RUNS", "--out", ""], "--out must name a folder"),
+    (["empty", "--out", "o"], "no run directories"),
+    (["started", "--out", "o"], "has logged charts/episodic_return yet"),
+    (["RUNS", "--out", "o", "--normalization", "nope.csv"], "--normalization 'nope.csv' is not a file"),
+    (["RUNS", "--out", "o", "--reference", "nope.csv"], "--reference 'nope.csv' is not a file"),
+]
+BAD_NORMALIZATION = [
+    ("env_id,low,high\nCartPole-v1,0,1\n", "needs the header columns env_id,min,max; missing min, max"),
+    ("env_id,min,max\n", "has no data row"),
+    ("", "needs the header columns"),
+    ("env_id,min,max\nCartPole-v1,0,abc\nAcrobot-v1,-100,0\n", "line 2: max must be a finite number, got 'abc'"),
+    ("env_id,min,max\nCartPole-v1,0,nan\nAcrobot-v1,-100,0\n", "max must be a finite number"),
+    ("env_id,min,max\nCartPole-v1,100,100\nAcrobot-v1,-100,0\n", "line 2: CartPole-v1 needs min < max, got min 100, max 100"),
+    ("env_id,min,max\nCartPole-v1,0,100\nCartPole-v1,0,200\n", "line 3: CartPole-v1 appears twice"),
+    ("env_id,min,max\n,0,100\n", "line 2: empty env_id"),
+    ("env_id,min,max\nCartPole-v1,0,100,7\n", "line 2: more fields than header columns"),
+    ("env_id,min,max\nCartPole-v1,0,100\nPong-v5,0,21\n", "--normalization has no row for Acrobot-v1"),
+    (b"\xff\xfe\x00bad", "is not a readable CSV file"),
+]
+BAD_REFERENCE = [
+    ("env_id,exp_name,std\nCartPole-v1,ppo,1\n", "needs the header columns env_id,return; missing return"),
+    ("env_id,return\nCartPole-v1,high\n", "line 2: return must be a finite number, got 'high'"),
+    ("env_id,return,std\nCartPole-v1,490,-1\n", "line 2: std must not be negative, got -1"),
+    ("env_id,return,std\nCartPole-v1,490,x\n", "line 2: std must be a finite number"),
+    ("env_id,exp_name,return\nCartPole-v1,ppo,1\nCartPole-v1,ppo,2\n", "line 3: CartPole-v1 ppo appears twice"),
+    ("env_id,return\nCartPole-v1,1\nCartPole-v1,2\n", "line 3: CartPole-v1 (any exp_name) appears twice"),
+]
+
+
+def refusal_cases():
+    cases = [pytest.param(args, message, None, id=message) for args, message in REFUSALS]
+    for flag, bad in (("--normalization", BAD_NORMALIZATION), ("--reference", BAD_REFERENCE)):
+        for text, message in bad:
+            cases.append(pytest.param(["RUNS", "--out", "o", flag, "bad.csv"], message, text, id=f"{flag} {message}"))
+    return cases
+
+
+@pytest.mark.parametrize("args,message,csv_text", refusal_cases())
+def test_bad_input_exits_2_with_one_line_and_writes_nothing(args, message, csv_text, runs_dir, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
     (tmp_path / "empty").mkdir()
+    (tmp_path / "afile").write_text("")
     SummaryWriter(str(tmp_path / "started" / "CartPole-v1__ppo__1__100")).close()
-    if "--runs-dir" not in args:
-        args = ["--runs-dir", str(runs_dir), *args]
+    if csv_text is not None:
+        (tmp_path / "bad.csv").write_bytes(csv_text if isinstance(csv_text, bytes) else csv_text.encode())
+    args = [str(runs_dir) if a == "RUNS" else a for a in args]
     before = sorted(tmp_path.rglob("*"))
-    result = subprocess.run(
-        [sys.executable, "-m", "cleanrl_utils.report", *args], cwd=tmp_path, capture_output=True, text=True
-    )
-    assert result.returncode == 2
-    lines = result.stderr.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("report: ") and message in lines[0]
+    with pytest.raises(SystemExit) as exit_info:
+        main(tyro.cli(Args, args=args))
+    assert exit_info.value.code == 2
+    captured = capsys.readouterr()
+    lines = captured.err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("report: ") and message in lines[0], captured.err
+    assert captured.out == ""
     assert sorted(tmp_path.rglob("*")) == before
 
 
-def test_cli_writes_table(runs_dir, tmp_path):
-    table = tmp_path / "t.md"
+def test_bad_input_from_the_command_line(tmp_path):
     result = subprocess.run(
-        [sys.executable, "-m", "cleanrl_utils.report", "--runs-dir", str(runs_dir), "--markdown", str(table)],
-        capture_output=True,
-        text=True,
+        [sys.executable, "-m", "cleanrl_utils.report", "missing", "--out", "o"], cwd=tmp_path, capture_output=True, text=True
     )
-    assert result.returncode == 0, result.stderr
-    assert table.read_text() == result.stdout
-    assert "left out" in result.stderr and "CartPole-v1__ppo__3__103" in result.stderr
+    assert result.returncode == 2 and result.stderr == "report: no such folder 'missing'\n" and result.stdout == ""
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs Linux's /proc")
+def test_out_folder_that_cannot_be_made(runs_dir, capsys):
+    # refused by the writability check, or (as root, who may write anywhere) when making the folder
+    with pytest.raises(SystemExit) as exit_info:
+        main(tyro.cli(Args, args=[str(runs_dir), "--out", "/proc/no-such/report"]))
+    lines = capsys.readouterr().err.splitlines()
+    assert exit_info.value.code == 2 and len(lines) == 1 and "--out '/proc/no-such/report'" in lines[0]
+    assert not os.path.exists("/proc/no-such")
