@@ -1,0 +1,255 @@
+"""cleanrl_utils.tuner: exact scores (normalised, aggregated, reported per seed) and pruning, failures and
+resuming with a stand-in script (tests/fake_trainer.py); refusals of the command line; one tiny study of
+cleanrl/ppo.py on CartPole-v1 + Acrobot-v1 end to end."""
+
+import io
+import re
+import shlex
+import subprocess
+import sys
+
+import optuna
+import pytest
+import tyro
+from optuna.trial import TrialState
+
+from cleanrl_utils.report import read_scalars
+from cleanrl_utils.tuner import (
+    Args,
+    ParamSpec,
+    Tuner,
+    main,
+    normalise,
+    param_flags,
+    parse_param,
+    parse_target_scores,
+    trial_exp_name,
+)
+from conftest import REPO, check_ok, script_env
+
+FAKE = REPO / "tests" / "fake_trainer.py"
+optuna.logging.set_verbosity(optuna.logging.WARNING)
+
+
+def fake_command(*flags):
+    return shlex.join([sys.executable, str(FAKE), *map(str, flags)])
+
+
+def enqueued_study(storage, name, *params):
+    """A study in `storage` whose first trials take `params`, in order (the tuner then loads it)."""
+    study = optuna.create_study(storage=storage, study_name=name, direction="maximize")
+    for p in params:
+        study.enqueue_trial(p)
+    return study
+
+
+def test_specs_flags_and_names():
+    assert parse_param("learning-rate=loguniform:0.0003,0.003") == ParamSpec("learning-rate", "loguniform", 0.0003, 0.003)
+    assert parse_param("ent-coef=float:0,0.02") == ParamSpec("ent-coef", "float", 0.0, 0.02)
+    assert parse_param("update-epochs=int:1,9,2") == ParamSpec("update-epochs", "int", 1, 9, 2)
+    assert parse_param("x=categorical:2,2.5,true,adam").choices == (2, 2.5, True, "adam")
+    assert parse_target_scores(["CartPole-v1=0,500", "Acrobot-v1=-500,0", "Raw-v0"]) == {
+        "CartPole-v1": (0.0, 500.0),
+        "Acrobot-v1": (-500.0, 0.0),
+        "Raw-v0": None,
+    }
+    assert normalise(-400.0, (-500.0, 0.0)) == pytest.approx(0.2) and normalise(7.0, None) == 7.0
+    flags = param_flags({"learning-rate": 0.001, "anneal-lr": False, "norm-adv": True, "ent-coef": -0.5})
+    assert flags == ["--learning-rate=0.001", "--no-anneal-lr", "--norm-adv", "--ent-coef=-0.5"]
+    assert trial_exp_name("ppo classic__x/y", 3) == "ppo-classic_x-y-trial3"
+    # CleanRL's script="cleanrl/ppo.py": a first word ending in .py runs with this Python
+    assert Tuner(f"{FAKE} --points 3", {"A-v0": None}, lambda t: {}).words == [sys.executable, str(FAKE), "--points", "3"]
+
+
+def test_scores_are_normalised_aggregated_and_reported_per_seed(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    storage = f"sqlite:///{tmp_path / 'tuner.db'}"
+    enqueued_study(storage, "fake", {"x": 1.0})
+    out = io.StringIO()
+    tuner = Tuner(
+        fake_command(),
+        {"A-v0": (0, 100), "B-v0": (-100, 0)},
+        lambda trial: {"x": trial.suggest_float("x", 0, 1)},
+        metric_last_n_average_window=3,
+        storage=storage,
+        study_name="fake",
+        out=out,
+    )
+    trial = tuner.tune(num_trials=1, num_seeds=2).trials[0]
+    # last 3 of 5 points: A-v0 10 + seed + 3, B-v0 20 + 3 seed + 3 - 100
+    assert trial.user_attrs["scores"] == {"A-v0": [14.0, 15.0], "B-v0": [-74.0, -71.0]}
+    assert trial.user_attrs["seed_scores"] == pytest.approx([(0.14 + 0.26) / 2, (0.15 + 0.29) / 2])
+    assert trial.intermediate_values == pytest.approx({0: 0.20, 1: 0.21})  # the mean over the seeds so far
+    assert trial.state == TrialState.COMPLETE and trial.value == pytest.approx(0.21)
+    assert trial.user_attrs["flags"] == ["--x=1.0"] and trial.user_attrs["exp_name"] == "fake-trial0"
+    logs = sorted(p.name for p in (tmp_path / "tuner_logs" / "fake-trial0").iterdir())
+    assert logs == ["A-v0__1.log", "A-v0__2.log", "B-v0__1.log", "B-v0__2.log"]
+    runs = sorted(p.name.rsplit("__", 1)[0] for p in (tmp_path / "runs").iterdir())
+    assert runs == ["A-v0__fake-trial0__1", "A-v0__fake-trial0__2", "B-v0__fake-trial0__1", "B-v0__fake-trial0__2"]
+    lines = out.getvalue()
+    assert "trial 0: B-v0 seed 2: charts/episodic_return -71.00, normalised 0.2900" in lines
+    assert "trial 0: seed 2: average score 0.2200; mean of 2 seed(s) 0.2100" in lines
+    assert "best trial 0: value 0.2100 (maximize); parameters {'x': 1.0}" in lines
+    assert f"  {fake_command('--x=1.0')}" in lines
+
+
+def test_median_pruner_stops_a_worse_trial_after_its_first_seed(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    storage = f"sqlite:///{tmp_path / 'tuner.db'}"
+    enqueued_study(storage, "prune", {"x": 1.0}, {"x": 0.0})
+    out = io.StringIO()
+    tuner = Tuner(
+        fake_command(),
+        {"A-v0": None},  # raw scores
+        lambda trial: {"x": trial.suggest_float("x", 0, 1)},
+        metric_last_n_average_window=10,  # more than the 5 points: the mean of all, 10 x + seed + 2
+        pruner=optuna.pruners.MedianPruner(n_startup_trials=1),
+        storage=storage,
+        study_name="prune",
+        out=out,
+    )
+    good, bad = tuner.tune(num_trials=2, num_seeds=2).trials
+    assert good.state == TrialState.COMPLETE and good.intermediate_values == {0: 13.0, 1: 13.5} and good.value == 13.5
+    assert bad.state == TrialState.PRUNED and bad.intermediate_values == {0: 3.0}
+    assert sorted(p.name for p in (tmp_path / "tuner_logs" / "prune-trial1").iterdir()) == ["A-v0__1.log"]
+    assert "trial 1: pruned after seed 1" in out.getvalue()
+    assert "2 trial(s) run: 1 complete, 1 pruned, 0 failed; 2 finished in the study" in out.getvalue()
+
+
+def test_a_failed_run_fails_its_trial_and_the_study_goes_on(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    storage = f"sqlite:///{tmp_path / 'tuner.db'}"
+    enqueued_study(storage, "fail", {"crash": True, "points": 5}, {"crash": False, "points": 0}, {"crash": False, "points": 5})
+    out = io.StringIO()
+    tuner = Tuner(
+        fake_command(),
+        {"A-v0": (0, 100), "B-v0": (-100, 0)},
+        lambda t: {"crash": t.suggest_categorical("crash", [True, False]), "points": t.suggest_categorical("points", [0, 5])},
+        storage=storage,
+        study_name="fail",
+        out=out,
+    )
+    crashed, silent, fine = tuner.tune(num_trials=3, num_seeds=1).trials
+    log = "tuner_logs/fail-trial0/A-v0__1.log"
+    assert crashed.state == TrialState.FAIL
+    assert crashed.user_attrs["failed_run"] == {"env_id": "A-v0", "seed": 1, "reason": "exit 3", "exit_code": 3, "log": log}
+    assert "diverged" in (tmp_path / log).read_text()
+    assert sorted(p.name for p in (tmp_path / "tuner_logs" / "fail-trial0").iterdir()) == ["A-v0__1.log"]  # B-v0 skipped
+    assert silent.state == TrialState.FAIL
+    assert "logged no charts/episodic_return in runs/A-v0__fail-trial1__1__" in silent.user_attrs["failed_run"]["reason"]
+    assert fine.state == TrialState.COMPLETE
+    assert f"  trial 0 failed: A-v0 seed 1: exit 3; log {log}" in out.getvalue()
+    assert "3 trial(s) run: 1 complete, 0 pruned, 2 failed" in out.getvalue()
+
+
+def test_failed_trials_in_a_row_stop_the_tuner_with_exit_1(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    flags = ["--command", fake_command("--crash"), "--target-scores", "A-v0=0,100", "--params", "x=float:0,1"]
+    with pytest.raises(SystemExit) as exit_info:
+        main(tyro.cli(Args, args=[*flags, "--num-trials", "5", "--max-consecutive-failures", "2"]))
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert exit_info.value.code == 1 and len(lines) == 1, lines
+    assert lines[0].startswith("tuner: stopped after 2 failed trials in a row; the last: A-v0 seed 1: exit 3; log ")
+    study = optuna.load_study(storage="sqlite:///tuner.db", study_name="tuner")
+    assert [t.state for t in study.trials] == [TrialState.FAIL, TrialState.FAIL]
+
+
+def test_running_again_adds_trials_to_the_stored_study(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    storage = f"sqlite:///{tmp_path / 'tuner.db'}"
+
+    def tuner(**changes):
+        settings = dict(
+            command=fake_command(),
+            target_scores={"A-v0": (0, 100)},
+            params_fn=lambda t: {"x": t.suggest_float("x", 0, 1)},
+            storage=storage,
+            study_name="resume",
+            out=io.StringIO(),
+        )
+        return Tuner(**(settings | changes))
+
+    tuner().tune(num_trials=1, num_seeds=1)
+    study = tuner().tune(num_trials=1, num_seeds=1)
+    assert [(t.number, t.state) for t in study.trials] == [(0, TrialState.COMPLETE), (1, TrialState.COMPLETE)]
+    assert len(list((tmp_path / "runs").glob("A-v0__resume-trial1__1__*"))) == 1
+    # values made with other settings would not compare: refused before any run
+    for changes, tune_args, message in [
+        ({"target_scores": {"A-v0": (0, 50)}}, {}, "was tuned with target_scores {'A-v0': [0.0, 100.0]}, not"),
+        ({}, {"num_seeds": 2}, "was tuned with num_seeds 1, not 2"),
+        ({"metric_last_n_average_window": 5}, {}, "was tuned with metric_last_n_average_window 50, not 5"),
+        ({"direction": "minimize"}, {}, "is to maximize, not minimize"),
+        ({"load_if_exists": False}, {}, "the study 'resume' already exists"),
+    ]:
+        with pytest.raises(ValueError, match=re.escape(message)):
+            tuner(**changes).tune(num_trials=1, **{"num_seeds": 1, **tune_args})
+    assert len(optuna.load_study(storage=storage, study_name="resume").trials) == 2
+
+
+def test_bad_command_lines_exit_2_with_one_line_and_create_nothing(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    base = {"--command": fake_command(), "--target-scores": ["A-v0=0,100"], "--params": ["x=float:0,1"]}
+    cases = [
+        ({"--params": ["x=normal:0,1"]}, "--params 'x=normal:0,1': unknown distribution 'normal'"),
+        ({"--params": ["x=float:1,0"]}, "LOW 1 must be below HIGH 0"),
+        ({"--params": ["x=loguniform:0,1"]}, "loguniform needs LOW > 0"),
+        ({"--params": ["x=int:1,8,3"]}, "STEP 3 must be at least 1 and divide HIGH - LOW (7)"),
+        ({"--params": ["x=int:1,2.5"]}, "int takes integers"),
+        ({"--params": ["x=categorical:1"]}, "categorical takes two or more"),
+        ({"--params": ["x=categorical:1,1.0"]}, "categorical values must differ"),
+        ({"--params": ["x"]}, "must be NAME=KIND:VALUES"),
+        ({"--params": ["learning rate=float:0,1"]}, "'learning rate' is not a flag name"),
+        ({"--params": ["seed=int:1,3"]}, "the tuner sets --seed itself"),
+        ({"--params": ["x=float:0,1", "x=float:0,2"]}, "--params names x twice"),
+        ({"--target-scores": ["A-v0=100,0"]}, "the target scores of A-v0: min 100 must be below max 0"),
+        ({"--target-scores": ["A-v0=0"]}, "MIN,MAX must be two numbers"),
+        ({"--target-scores": ["A-v0=0,nan"]}, "must be finite"),
+        ({"--target-scores": ["A-v0=0,1", "A-v0=0,2"]}, "names A-v0 twice"),
+        ({"--command": "python 'unclosed"}, "does not split into words"),
+        ({"--command": fake_command("--seed", 3)}, "--command sets --seed; the tuner sets it"),
+        ({"--command": fake_command("--x", 1)}, "--x is both in --command and in --params"),
+        ({"--command": "no-such-program-xyz --a"}, "cannot find the program 'no-such-program-xyz'"),
+        ({"--command": "missing.py"}, "no such script 'missing.py'"),
+        ({"--num-seeds": "0"}, "--num-seeds must be at least 1"),
+        ({"--num-trials": "0"}, "--num-trials must be at least 1"),
+        ({"--metric-last-n-average-window": "0"}, "--metric-last-n-average-window must be at least 1"),
+        ({"--storage": "tuner.db"}, "must be a database URL such as sqlite:///tuner.db"),
+        ({"--storage": "sqlite://"}, "keeps the study in memory"),
+        ({"--storage": "sqlite:///no/such/folder/t.db"}, "does not exist"),
+    ]
+    for change, message in cases:
+        flags = base | change
+        argv = [word for flag, value in flags.items() for word in [flag, *(value if isinstance(value, list) else [value])]]
+        with pytest.raises(SystemExit) as exit_info:
+            main(tyro.cli(Args, args=argv))
+        lines = capsys.readouterr().err.strip().splitlines()
+        assert exit_info.value.code == 2, (change, lines)
+        assert len(lines) == 1 and lines[0].startswith("tuner: ") and message in lines[0], (change, lines)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_tiny_ppo_study_on_two_envs(tmp_path):
+    ppo = shlex.join([sys.executable, str(REPO / "cleanrl" / "ppo.py")])
+    command = f"{ppo} --no-cuda --total-timesteps 1024 --num-envs 2 --num-steps 128"  # 512 steps: an Acrobot episode
+    flags = ["--command", command, "--target-scores", "CartPole-v1=0,500", "Acrobot-v1=-500,0"]
+    flags += ["--params", "learning-rate=loguniform:0.0003,0.003", "num-minibatches=categorical:1,2,4"]
+    flags += ["--num-trials", "2", "--num-seeds", "1", "--sampler-seed", "1", "--study-name", "ppo-tiny"]
+    env = script_env() | {"PYTHONPATH": str(REPO)}
+    result = subprocess.run(
+        [sys.executable, "-m", "cleanrl_utils.tuner", *flags], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    check_ok(result)
+    study = optuna.load_study(storage=f"sqlite:///{tmp_path / 'tuner.db'}", study_name="ppo-tiny")
+    assert [t.state for t in study.trials] == [TrialState.COMPLETE, TrialState.COMPLETE]
+    for trial in study.trials:
+        scores = {}
+        for env_id in ("CartPole-v1", "Acrobot-v1"):
+            (run_dir,) = (tmp_path / "runs").glob(f"{env_id}__ppo-tiny-trial{trial.number}__1__*")
+            _, returns = read_scalars(str(run_dir), "charts/episodic_return")
+            scores[env_id] = [float(returns[-50:].mean())]
+        assert trial.user_attrs["scores"] == scores
+        cartpole, acrobot = scores["CartPole-v1"][0] / 500, (scores["Acrobot-v1"][0] + 500) / 500
+        assert trial.value == pytest.approx((cartpole + acrobot) / 2)
+    best = study.best_trial
+    assert f"best trial {best.number}: value {best.value:.4f} (maximize)" in result.stdout
+    assert f"--learning-rate={best.params['learning-rate']}" in result.stdout.splitlines()[-1]
