@@ -171,7 +171,7 @@ def test_teacher_weights_refuse_what_is_not_a_matching_dqn_atari_teacher():
             "--offline-steps 100 plus --total-timesteps 1000 does not exceed --learning-starts 1100",
         ),
         ({"total_timesteps": 1, "num_envs": 2, "learning_starts": 0}, "is less than one step of the --num-envs 2 envs"),
-        ({"upload_model": True}, "--upload-model is not available yet"),
+        ({"upload_model": True}, "--upload-model pushes the saved model and its evaluation; add --save-model"),
     ],
 )
 def test_validation_errors(changes, message):
