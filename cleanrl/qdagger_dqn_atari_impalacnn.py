@@ -24,8 +24,12 @@
 # gradient steps and at its end (CleanRL: after gradient steps 1, 100001, ..., 400001); --num-envs > 1
 # works. The rest (wrapper chain, frame-level replay memory, time limits not terminal, game-score
 # statistics, ALE v5 ids made with frameskip=1) is as in dqn_atari.py.
+import hashlib
 import os
+import platform
 import random
+import re
+import shlex
 import sys
 import time
 from collections import deque
@@ -67,9 +71,10 @@ class Args:
     save_model: bool = False
     """whether to save the student into `runs/{run_name}` and evaluate it for 10 episodes"""
     upload_model: bool = False
-    """whether to upload the saved model to the Hugging Face Hub (not available yet)"""
+    """whether to push the saved model, its model card, videos, logs and this script to the Hugging Face Hub
+    (needs --save-model and a token: `hf auth login` or HF_TOKEN; HF_ENDPOINT picks another Hub)"""
     hf_entity: str = ""
-    """the user or org name of the model repository on the Hugging Face Hub"""
+    """the user or org of the Hub repository `{hf_entity}/{exp_name}-{env_id}-seed{seed}` (default: the token's user)"""
 
     env_id: str = "BreakoutNoFrameskip-v4"
     """the id of the environment"""
@@ -629,13 +634,151 @@ def validation_error(args):
     if not 0.0 < args.temperature <= float32_max:
         return f"--temperature must be positive and finite in float32, got {args.temperature}"
     if args.upload_model:
-        return "--upload-model is not available yet; use --save-model and upload runs/<run_name>/ yourself"
+        error = upload_error(args)
+        if error is not None:
+            return error
     if args.capture_video:
         try:
             import moviepy  # noqa: F401
         except ImportError:
             return "--capture-video needs moviepy (pip install moviepy)"
     return None
+
+
+def hf_repo_id(args, entity):
+    """The Hub repository a run is pushed to, CleanRL's naming: `{entity}/{exp_name}-{env_id}-seed{seed}`."""
+    return f"{entity}/{args.exp_name}-{args.env_id.replace('/', '-')}-seed{args.seed}"
+
+
+def upload_error(args):
+    """What stops --upload-model before the run starts, as one line, or None. No network call: the token
+    is only looked up where huggingface_hub keeps it (HF_TOKEN, then the file `hf auth login` writes)."""
+    if not args.save_model:
+        return "--upload-model pushes the saved model and its evaluation; add --save-model"
+    try:
+        from huggingface_hub import get_token
+        from huggingface_hub.utils import HFValidationError, validate_repo_id
+    except ImportError:
+        return "--upload-model needs huggingface_hub (pip install huggingface-hub)"
+    repo_id = hf_repo_id(args, args.hf_entity or "user")
+    try:
+        validate_repo_id(repo_id)
+    except HFValidationError:
+        return f"{repo_id!r} is not a valid Hub repository id; use letters, digits, -, _ and . in --hf-entity and --exp-name"
+    if get_token() is None:
+        return (
+            "--upload-model needs a Hugging Face token: run `hf auth login` "
+            "(older huggingface_hub: `huggingface-cli login`) or set HF_TOKEN"
+        )
+    return None
+
+
+def model_card(args, repo_id, episodic_returns, video):
+    """The README.md of the Hub repository: metadata for the Hub, the evaluation, how to use and reproduce."""
+    import huggingface_hub
+
+    script = os.path.basename(__file__)
+    with open(__file__, "rb") as f:
+        script_sha256 = hashlib.sha256(f.read()).hexdigest()
+    mean, std = float(np.mean(episodic_returns)), float(np.std(episodic_returns))
+    command = shlex.join(["python", script, *sys.argv[1:]])
+    hyperparameters = "\n".join(f"| {key} | {value} |" for key, value in vars(args).items())
+    versions = [platform.python_version(), torch.__version__, gym.__version__, np.__version__, huggingface_hub.__version__]
+    return f"""---
+tags:
+- {args.env_id}
+- deep-reinforcement-learning
+- reinforcement-learning
+- custom-implementation
+library_name: cleanrl
+model-index:
+- name: QDagger
+  results:
+  - task:
+      type: reinforcement-learning
+      name: reinforcement-learning
+    dataset:
+      name: {args.env_id}
+      type: {args.env_id}
+    metrics:
+    - type: mean_reward
+      value: {mean:.2f} +/- {std:.2f}
+      name: mean_reward
+      verified: false
+---
+
+# QDagger agent playing {args.env_id}
+
+A QDagger (a DQN student distilled from a DQN teacher) agent trained on `{args.env_id}` by CleanRL's single-file script
+[`{script}`]({script}), which is included in this repository with the checkpoint `{args.exp_name}.cleanrl_model`
+and the TensorBoard logs of the run.
+
+## Evaluation
+
+Episodic return over {len(episodic_returns)} evaluation episodes: **{mean:.2f} ± {std:.2f}** (mean ± std).
+{"The video `" + video + "` shows an evaluation episode." if video else ""}
+
+## Use
+
+```
+python -m cleanrl_utils.enjoy --exp-name {args.exp_name} --hf-repository {repo_id}
+```
+
+## Reproduce
+
+```
+{command}
+```
+
+## Hyperparameters
+
+| param | value |
+|-|-|
+{hyperparameters}
+
+## Versions
+
+| python | torch | gymnasium | numpy | huggingface_hub | {script} sha256 |
+|-|-|-|-|-|-|
+| {" | ".join(versions)} | {script_sha256} |
+"""
+
+
+def push_to_hub(args, run_name, episodic_returns, attempts=3):
+    """Pushes the run to the Hub in one commit: checkpoint, model card (also written to runs/{run_name}/README.md),
+    the last evaluation video as replay.mp4, the TensorBoard events and this script. Commits are not retried by
+    huggingface_hub, so network errors, 5xx and 429 are retried here (`attempts` in all, waiting 1 s, 2 s, ...);
+    other client errors (401, 403, 404) are raised at once. Returns the repository's url."""
+    from huggingface_hub import CommitOperationAdd, HfApi
+
+    api = HfApi()  # the endpoint (HF_ENDPOINT) and the token (HF_TOKEN or the saved one) come from huggingface_hub
+    run_dir = f"runs/{run_name}"
+    video_dir = f"videos/{run_name}-eval"
+    videos = sorted(
+        (name for name in os.listdir(video_dir) if name.endswith(".mp4")) if os.path.isdir(video_dir) else [],
+        key=lambda name: [int(n) for n in re.findall(r"\d+", name)],
+    )
+    files = {f"{args.exp_name}.cleanrl_model": f"{run_dir}/{args.exp_name}.cleanrl_model"}
+    files |= {name: f"{run_dir}/{name}" for name in sorted(os.listdir(run_dir)) if name.startswith("events.out.tfevents")}
+    files[os.path.basename(__file__)] = __file__
+    if videos:
+        files["replay.mp4"] = f"{video_dir}/{videos[-1]}"
+    for attempt in range(1, attempts + 1):
+        try:
+            repo_id = hf_repo_id(args, args.hf_entity or api.whoami()["name"])
+            card_path = f"{run_dir}/README.md"
+            with open(card_path, "w") as f:
+                f.write(model_card(args, repo_id, episodic_returns, "replay.mp4" if videos else None))
+            repo_url = api.create_repo(repo_id, exist_ok=True)
+            operations = [CommitOperationAdd(path_in_repo, local) for path_in_repo, local in files.items()]
+            operations.append(CommitOperationAdd("README.md", card_path))
+            api.create_commit(repo_id, operations, commit_message=f"{args.exp_name} on {args.env_id}: run {run_name}")
+            return str(repo_url)
+        except Exception as e:
+            status = getattr(getattr(e, "response", None), "status_code", None)
+            if attempt == attempts or (status is not None and status < 500 and status != 429):
+                raise
+            time.sleep(2 ** (attempt - 1))
 
 
 def play(q_network, envs, eval_episodes, epsilon, device, seed):
@@ -998,3 +1141,15 @@ if __name__ == "__main__":
     writer.close()
     if args.track:
         wandb.finish()
+    if args.upload_model:  # last, so that a failed upload leaves every local result written
+        try:
+            repo_url = push_to_hub(args, run_name, episodic_returns)
+        except Exception as e:
+            reason = (str(e).splitlines() or [""])[0] or type(e).__name__
+            print(
+                f"{os.path.basename(__file__)}: --upload-model could not push the run to the Hub ({reason}); "
+                f"everything is kept in runs/{run_name}",
+                file=sys.stderr,
+            )
+            sys.exit(1)
+        print(f"model uploaded to {repo_url}")

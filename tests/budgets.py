@@ -50,3 +50,16 @@ CONTINUOUS_TINY = {
     ],
 }
 TINY = PPO_TINY | VALUE_BASED_TINY | CONTINUOUS_TINY
+# QDagger (not in TINY: it also needs --teacher-model-path, a teacher like conftest's `teacher_path`): every phase,
+# a few steps each
+QDAGGER_TINY = [
+    "--teacher-eval-episodes", 1,
+    "--teacher-steps", 64,
+    "--offline-steps", 10,
+    "--offline-eval-episodes", 1,
+    "--total-timesteps", 600,
+    "--learning-starts", 0,
+    "--train-frequency", 16,
+    "--buffer-size", 1000,
+    "--batch-size", 4,
+]  # fmt: skip

@@ -78,3 +78,23 @@ def load_script(name):
 @pytest.fixture
 def workdir(tmp_path):
     return tmp_path
+
+
+@pytest.fixture(scope="session")
+def teacher_path(tmp_path_factory):
+    """A (barely trained) Breakout teacher for qdagger_dqn_atari_impalacnn.py, saved by dqn_atari.py --save-model."""
+    folder = tmp_path_factory.mktemp("teacher")
+    check_ok(
+        run_script(
+            "dqn_atari.py",
+            "--total-timesteps",
+            600,
+            "--learning-starts",
+            300,
+            "--buffer-size",
+            1000,
+            "--save-model",
+            cwd=folder,
+        )
+    )
+    return only_run_dir(folder) / "dqn_atari.cleanrl_model"

@@ -146,7 +146,7 @@ COMMON_BAD = [
     (["--total-timesteps", 5001, "--learning-starts", 5000, "--num-envs", 2], "does not exceed --learning-starts 5000"),
     (["--buffer-size", 10**13], "lower --buffer-size"),
     (["--exp-name", "x" * 300], "more than a folder name can hold (255); shorten --exp-name"),
-    (["--upload-model"], "--upload-model is not available yet"),
+    (["--upload-model", "--no-save-model"], "--upload-model pushes the saved model and its evaluation; add --save-model"),
     (["--seed", -1], "--seed must be in [0, 2**32 - 1]"),
     (["--exp-name", "sweep/a"], "--exp-name 'sweep/a' must be non-empty, without '/' or '__'"),
     (["--env-id", "no_such_module:Foo-v0"], "cannot make 'no_such_module:Foo-v0': No module named 'no_such_module'"),
@@ -178,7 +178,7 @@ CASES += [("td3_continuous_action.py", list(f), m) for f, m in TD3_BAD]
 
 @pytest.mark.parametrize("script,flags,message", CASES, ids=[f"{s}:{' '.join(map(str, f))}" for s, f, _ in CASES])
 def test_bad_input_exits_2_with_one_line_and_creates_nothing(script, flags, message, workdir):
-    result = run_script(script, *flags, "--capture-video", "--track", "--save-model", cwd=workdir, timeout=120)
+    result = run_script(script, "--capture-video", "--track", "--save-model", *flags, cwd=workdir, timeout=120)
     check_refused(result, script, message, workdir)
 
 

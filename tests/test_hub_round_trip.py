@@ -1,6 +1,7 @@
-"""The Hugging Face round trip of ppo.py: `--save-model --upload-model` pushes the run to a Hub, and
-`cleanrl_utils.enjoy --hf-repository` downloads and evaluates it. The Hub is a local stand-in
-(tests/hub_standin.py) reached through the real huggingface_hub client via HF_ENDPOINT."""
+"""The Hugging Face round trip of every script that saves a model: `--save-model --upload-model` pushes the
+run to a Hub, and `cleanrl_utils.enjoy --hf-repository` downloads and evaluates it. The Hub is a local
+stand-in (tests/hub_standin.py) reached through the real huggingface_hub client via HF_ENDPOINT. The retry,
+exit-1 and refusal paths, written the same in every script, are tested on ppo.py."""
 
 import socket
 import subprocess
@@ -8,14 +9,36 @@ import sys
 
 import numpy as np
 import pytest
+import torch
 
-from budgets import TINY
+from budgets import QDAGGER_TINY, TINY, VIDEO_ENV
+from cleanrl_utils.enjoy import scripts_that_evaluate
 from cleanrl_utils.report import read_scalars
 from conftest import REPO, SCRIPTS, check_ok, check_refused, only_run_dir, run_script, script_env
 from hub_standin import HubStandIn
 
 UPLOAD = [*TINY["ppo.py"], "--save-model", "--upload-model"]
 REPO_ID = "standin-user/ppo-CartPole-v1-seed1"  # the token's user (whoami), CleanRL's repository name
+PUSHERS = sorted(p.name for p in SCRIPTS.glob("*.py") if "\ndef push_to_hub(" in p.read_text())
+QDAGGER = "qdagger_dqn_atari_impalacnn.py"
+# the name the model card gives each script's algorithm (its model-index name and title)
+ALGORITHM = {
+    "ppo.py": "PPO",
+    "ppo_atari.py": "PPO",
+    "ppo_continuous_action.py": "PPO",
+    "rpo_continuous_action.py": "RPO",
+    "dqn.py": "DQN",
+    "dqn_atari.py": "DQN",
+    "c51.py": "C51",
+    "c51_atari.py": "C51",
+    "pqn.py": "PQN",
+    "qdagger_dqn_atari_impalacnn.py": "QDagger",
+    "rainbow_atari.py": "Rainbow",
+    "sac_continuous_action.py": "SAC",
+    "td3_continuous_action.py": "TD3",
+    "ddpg_continuous_action.py": "DDPG",
+    "sac_atari.py": "SAC-discrete",
+}
 
 
 @pytest.fixture
@@ -47,17 +70,34 @@ def enjoy(*args, cwd, env):
     return subprocess.run(command, cwd=cwd, env=env | {"PYTHONPATH": str(REPO)}, capture_output=True, text=True, timeout=600)
 
 
-def test_upload_pushes_the_run_and_enjoy_evaluates_it_from_the_hub(hub, workdir, tmp_path):
+def test_every_script_that_evaluates_a_saved_model_can_push_it():
+    assert len(PUSHERS) >= 15 and "ppo.py" in PUSHERS
+    assert {f"{name}.py" for name in scripts_that_evaluate()} <= set(PUSHERS)
+    assert set(ALGORITHM) == set(PUSHERS)
+
+
+@pytest.mark.parametrize("script", PUSHERS)
+def test_upload_pushes_the_run_and_enjoy_evaluates_it_from_the_hub(script, hub, workdir, tmp_path, request):
+    exp_name = script[: -len(".py")]
     env = hub_env(hub.endpoint, tmp_path / "hf_home")
-    result = run_script("ppo.py", *UPLOAD, "--capture-video", cwd=workdir, env=env)
+    if script == QDAGGER:
+        budget = ["--teacher-model-path", request.getfixturevalue("teacher_path"), *QDAGGER_TINY]
+    else:
+        budget = TINY[script]
+    flags = [*budget, *VIDEO_ENV.get(script, []), "--save-model", "--upload-model", "--capture-video"]
+    result = run_script(script, *flags, cwd=workdir, env=env)
     check_ok(result)
-    assert f"model uploaded to {hub.endpoint}/{REPO_ID}" in result.stdout
     run_dir = only_run_dir(workdir)
-    files = hub.files(REPO_ID)
+    checkpoint_name = f"{exp_name}.cleanrl_model"
+    saved_args = torch.load(run_dir / checkpoint_name, map_location="cpu", weights_only=True)["args"]
+    env_id = saved_args["env_id"]
+    repo_id = f"standin-user/{exp_name}-{env_id}-seed1"
+    assert f"model uploaded to {hub.endpoint}/{repo_id}" in result.stdout
+    files = hub.files(repo_id)
     (events,) = run_dir.glob("events.out.tfevents.*")
-    assert sorted(files) == sorted(["ppo.cleanrl_model", "README.md", "replay.mp4", "ppo.py", events.name])
-    assert files["ppo.cleanrl_model"] == (run_dir / "ppo.cleanrl_model").read_bytes()
-    assert files["ppo.py"] == (SCRIPTS / "ppo.py").read_bytes()
+    assert sorted(files) == sorted([checkpoint_name, "README.md", "replay.mp4", script, events.name])
+    assert files[checkpoint_name] == (run_dir / checkpoint_name).read_bytes()
+    assert files[script] == (SCRIPTS / script).read_bytes()
     assert files[events.name] == events.read_bytes()  # the writer was closed before the upload
     eval_videos = {p.read_bytes() for p in (workdir / "videos" / f"{run_dir.name}-eval").glob("*.mp4")}
     assert files["replay.mp4"] in eval_videos
@@ -66,18 +106,21 @@ def test_upload_pushes_the_run_and_enjoy_evaluates_it_from_the_hub(hub, workdir,
     _, returns = read_scalars(str(run_dir), "eval/episodic_return")
     assert len(returns) == 10
     assert f"{np.mean(returns):.2f} ± {np.std(returns):.2f}" in card
-    assert "library_name: cleanrl" in card and "- CartPole-v1" in card and "PPO agent playing CartPole-v1" in card
-    assert "python ppo.py " + " ".join(map(str, UPLOAD)) + " --capture-video" in card
-    assert "| learning_rate | 0.00025 |" in card and "| torch | gymnasium |" in card.replace("python | ", "")
-    assert f"--hf-repository {REPO_ID}" in card
+    algorithm = ALGORITHM[script]
+    assert f"- name: {algorithm}\n" in card and f"# {algorithm} agent playing {env_id}\n" in card
+    assert "library_name: cleanrl" in card and f"- {env_id}\n" in card
+    assert f"python {script} " + " ".join(map(str, flags)) in card
+    assert all(f"| {key} | {value} |" in card for key, value in saved_args.items())
+    assert "| torch | gymnasium |" in card.replace("python | ", "")
+    assert f"python -m cleanrl_utils.enjoy --exp-name {exp_name} --hf-repository {repo_id}" in card
     assert hub.commit_attempts == 1
     # no LFS/Xet: every file came inline in the commit (the stand-in refuses anything else)
     assert not any("lfs" in path or "xet" in path for _, path in hub.requests)
 
-    result = enjoy("--exp-name", "ppo", "--hf-repository", REPO_ID, "--eval-episodes", 2, cwd=workdir, env=env)
+    result = enjoy("--exp-name", exp_name, "--hf-repository", repo_id, "--eval-episodes", 1, cwd=workdir, env=env)
     check_ok(result)
-    assert "ppo on CartPole-v1: " in result.stdout and "over 2 episodes" in result.stdout
-    assert ("GET", f"/{REPO_ID}/resolve/main/ppo.cleanrl_model") in hub.requests
+    assert f"{exp_name} on {env_id}: " in result.stdout and "over 1 episodes" in result.stdout
+    assert ("GET", f"/{repo_id}/resolve/main/{checkpoint_name}") in hub.requests
 
 
 def test_a_transient_commit_failure_is_retried(hub, workdir, tmp_path):

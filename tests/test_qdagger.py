@@ -8,6 +8,7 @@ import shutil
 import pytest
 import torch
 
+from budgets import QDAGGER_TINY as TINY
 from cleanrl_utils.report import read_scalars
 from conftest import SCRIPTS, check_ok, load_script, only_run_dir, run_script, script_env
 
@@ -170,7 +171,7 @@ def test_teacher_weights_refuse_what_is_not_a_matching_dqn_atari_teacher():
             "--offline-steps 100 plus --total-timesteps 1000 does not exceed --learning-starts 1100",
         ),
         ({"total_timesteps": 1, "num_envs": 2, "learning_starts": 0}, "is less than one step of the --num-envs 2 envs"),
-        ({"upload_model": True}, "--upload-model is not available yet"),
+        ({"upload_model": True}, "--upload-model pushes the saved model and its evaluation; add --save-model"),
     ],
 )
 def test_validation_errors(changes, message):
@@ -199,39 +200,6 @@ def test_defaults_are_cleanrl_published_ones_and_valid():
 
 
 # --- whole runs ----------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def teacher_path(tmp_path_factory):
-    """A (barely trained) Breakout teacher saved by dqn_atari.py --save-model."""
-    folder = tmp_path_factory.mktemp("teacher")
-    check_ok(
-        run_script(
-            "dqn_atari.py",
-            "--total-timesteps",
-            600,
-            "--learning-starts",
-            300,
-            "--buffer-size",
-            1000,
-            "--save-model",
-            cwd=folder,
-        )
-    )
-    return only_run_dir(folder) / "dqn_atari.cleanrl_model"
-
-
-TINY = [
-    "--teacher-eval-episodes", 1,
-    "--teacher-steps", 64,
-    "--offline-steps", 10,
-    "--offline-eval-episodes", 1,
-    "--total-timesteps", 600,
-    "--learning-starts", 0,
-    "--train-frequency", 16,
-    "--buffer-size", 1000,
-    "--batch-size", 4,
-]  # fmt: skip
 
 
 def test_every_phase_runs_and_logs_its_tags(teacher_path, workdir):

@@ -406,7 +406,7 @@ class Args:
         ({"learning_starts": 5, "num_envs": 2, "total_timesteps": 100}, "below --n-step x --num-envs (6)"),
         ({"buffer_size": 24, "num_envs": 2, "batch_size": 8}, "each needs at least 13"),
         ({"total_timesteps": 80000}, "does not exceed --learning-starts"),
-        ({"upload_model": True}, "not available yet"),
+        ({"upload_model": True}, "--upload-model pushes the saved model and its evaluation; add --save-model"),
     ],
 )
 def test_validation_messages(rainbow, changes, message):

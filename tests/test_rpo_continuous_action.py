@@ -156,14 +156,14 @@ CASES = [
     (["--gamma", 1.5], "--gamma must be in [0, 1]"),
     (["--learning-rate", 0], "--learning-rate must be positive and finite in float32, got 0.0"),
     (["--ent-coef", "nan"], "--ent-coef must be non-negative and finite in float32, got nan"),
-    (["--upload-model"], "--upload-model is not available yet"),
+    (["--upload-model", "--no-save-model"], "--upload-model pushes the saved model and its evaluation; add --save-model"),
 ]
 
 
 @pytest.mark.parametrize("flags,message", CASES, ids=[" ".join(map(str, f)) for f, _ in CASES])
 def test_bad_input_exits_2_with_one_line_and_creates_nothing(flags, message, workdir):
     script = "rpo_continuous_action.py"
-    result = run_script(script, *flags, "--capture-video", "--track", "--save-model", cwd=workdir, timeout=120)
+    result = run_script(script, "--capture-video", "--track", "--save-model", *flags, cwd=workdir, timeout=120)
     assert result.returncode == 2, result.stderr
     error_lines = [line for line in result.stderr.splitlines() if line.startswith(script)]
     assert len(error_lines) == 1 and message in error_lines[0], result.stderr

@@ -206,7 +206,7 @@ BAD = [
     (["--alpha", "inf"], "--alpha must be a finite number at least 0, got inf"),
     (["--target-entropy-scale", 0], "--target-entropy-scale must be in (0, 1], got 0"),
     (["--target-entropy-scale", 1.5], "--target-entropy-scale must be in (0, 1], got 1.5"),
-    (["--upload-model"], "--upload-model is not available yet"),
+    (["--upload-model", "--no-save-model"], "--upload-model pushes the saved model and its evaluation; add --save-model"),
     (["--env-id", "CartPole-v1"], "CartPole-v1 is not an ale-py Atari game"),
     (["--env-id", "BreakoutNoFrameskip-v9"], "doesn't exist"),
     (["--env-id", "no_such_module:Foo-v0"], "cannot make 'no_such_module:Foo-v0': No module named 'no_such_module'"),
@@ -216,5 +216,5 @@ BAD = [
 
 @pytest.mark.parametrize("flags,message", BAD, ids=[" ".join(map(str, f))[:60] for f, _ in BAD])
 def test_bad_input_exits_2_with_one_line_and_creates_nothing(flags, message, workdir):
-    result = run_script(SCRIPT, *flags, "--capture-video", "--track", "--save-model", cwd=workdir, timeout=120)
+    result = run_script(SCRIPT, "--capture-video", "--track", "--save-model", *flags, cwd=workdir, timeout=120)
     check_refused(result, SCRIPT, message, workdir)

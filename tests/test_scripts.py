@@ -156,15 +156,16 @@ COMMON_BAD = [
     (["--env-id", "no_such_module:Foo-v0"], "cannot make 'no_such_module:Foo-v0': No module named 'no_such_module'"),
 ]
 CASES = [(s, list(flags), message) for s in PPO for flags, message in COMMON_BAD]
-# ppo.py uploads; its --upload-model refusals (no token, no --save-model) are in test_hub_round_trip.py
-CASES += [(s, ["--upload-model"], "--upload-model is not available yet") for s in PPO if s != "ppo.py"]
+# ppo.py's --upload-model refusals (no --save-model, no token, bad repository id) are in test_hub_round_trip.py
+UPLOAD_WITHOUT_SAVE = "--upload-model pushes the saved model and its evaluation; add --save-model"
+CASES += [(s, ["--upload-model", "--no-save-model"], UPLOAD_WITHOUT_SAVE) for s in PPO if s != "ppo.py"]
 CASES += [(s, [flag, env_id], message) for s, cases in WRONG_SPACE.items() for flag, env_id, message in cases]
 CASES += [(s, ["--env-id", env_id], "doesn't exist") for s, env_id in UNKNOWN_ENV.items()]
 
 
 @pytest.mark.parametrize("script,flags,message", CASES, ids=[f"{s}:{' '.join(map(str, f))}" for s, f, _ in CASES])
 def test_bad_input_exits_2_with_one_line_and_creates_nothing(script, flags, message, workdir):
-    result = run_script(script, *flags, "--capture-video", "--track", "--save-model", cwd=workdir, timeout=120)
+    result = run_script(script, "--capture-video", "--track", "--save-model", *flags, cwd=workdir, timeout=120)
     assert result.returncode == 2, result.stderr
     error_lines = [line for line in result.stderr.splitlines() if line.startswith(script)]
     assert len(error_lines) == 1 and message in error_lines[0], result.stderr

@@ -78,7 +78,7 @@ COMMON_BAD = [
     (["--learning-rate", "nan"], "--learning-rate must be positive and "),
     (["--num-envs", 0], "--num-envs must be at least 1, got 0"),
     (["--exp-name", "x" * 300], "more than a folder name can hold (255); shorten --exp-name"),
-    (["--upload-model"], "--upload-model is not available yet"),
+    (["--upload-model", "--no-save-model"], "--upload-model pushes the saved model and its evaluation; add --save-model"),
     (["--seed", -1], "--seed must be in [0, 2**32 - 1]"),
     (["--exp-name", "sweep/a"], "--exp-name 'sweep/a' must be non-empty, without '/' or '__'"),
     (["--env-id", "no_such_module:Foo-v0"], "cannot make 'no_such_module:Foo-v0': No module named 'no_such_module'"),
@@ -122,5 +122,5 @@ CASES += [
 
 @pytest.mark.parametrize("script,flags,message", CASES, ids=[f"{s}:{' '.join(map(str, f))}" for s, f, _ in CASES])
 def test_bad_input_exits_2_with_one_line_and_creates_nothing(script, flags, message, workdir):
-    result = run_script(script, *flags, "--capture-video", "--track", "--save-model", cwd=workdir, timeout=120)
+    result = run_script(script, "--capture-video", "--track", "--save-model", *flags, cwd=workdir, timeout=120)
     check_refused(result, script, message, workdir)
