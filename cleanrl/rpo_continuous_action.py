@@ -58,7 +58,7 @@ class Args:
     """whether to push the saved model, its model card, videos, logs and this script to the Hugging Face Hub
     (needs --save-model and a token: `hf auth login` or HF_TOKEN; HF_ENDPOINT picks another Hub)"""
     hf_entity: str = ""
-    """the user or org of the Hub repository `{hf_entity}/{exp_name}-{env_id}-seed{seed}` (default: the token's user)"""
+    """the user or org of the Hub repository `{hf_entity}/{env_id}-{exp_name}-seed{seed}` (default: the token's user)"""
 
     env_id: str = "HalfCheetah-v5"
     """the id of the environment"""
@@ -308,8 +308,8 @@ def validation_error(args):
 
 
 def hf_repo_id(args, entity):
-    """The Hub repository a run is pushed to, CleanRL's naming: `{entity}/{exp_name}-{env_id}-seed{seed}`."""
-    return f"{entity}/{args.exp_name}-{args.env_id.replace('/', '-')}-seed{args.seed}"
+    """The Hub repository a run is pushed to, CleanRL's naming: `{entity}/{env_id}-{exp_name}-seed{seed}`."""
+    return f"{entity}/{args.env_id.replace('/', '-')}-{args.exp_name}-seed{args.seed}"
 
 
 def upload_error(args):

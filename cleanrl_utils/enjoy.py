@@ -2,7 +2,7 @@
 
     python -m cleanrl_utils.enjoy --exp-name dqn --model-path runs/CartPole-v1__dqn__1__1700000000/dqn.cleanrl_model
     python -m cleanrl_utils.enjoy --exp-name ppo_atari --model-path PATH --capture-video --eval-episodes 3
-    python -m cleanrl_utils.enjoy --exp-name ppo --hf-repository ORG/ppo-CartPole-v1-seed1
+    python -m cleanrl_utils.enjoy --exp-name ppo --hf-repository ORG/CartPole-v1-ppo-seed1
 
 `--exp-name` names the script (`cleanrl/{exp_name}.py`); it is imported, which runs only its top-level
 definitions (its training sits under `if __name__ == "__main__":`), and its `evaluate` function plays

@@ -18,7 +18,7 @@ from conftest import REPO, SCRIPTS, check_ok, check_refused, only_run_dir, run_s
 from hub_standin import HubStandIn
 
 UPLOAD = [*TINY["ppo.py"], "--save-model", "--upload-model"]
-REPO_ID = "standin-user/ppo-CartPole-v1-seed1"  # the token's user (whoami), CleanRL's repository name
+REPO_ID = "standin-user/CartPole-v1-ppo-seed1"  # the token's user (whoami), CleanRL's repository name
 PUSHERS = sorted(p.name for p in SCRIPTS.glob("*.py") if "\ndef push_to_hub(" in p.read_text())
 QDAGGER = "qdagger_dqn_atari_impalacnn.py"
 # the name the model card gives each script's algorithm (its model-index name and title)
@@ -91,7 +91,7 @@ def test_upload_pushes_the_run_and_enjoy_evaluates_it_from_the_hub(script, hub, 
     checkpoint_name = f"{exp_name}.cleanrl_model"
     saved_args = torch.load(run_dir / checkpoint_name, map_location="cpu", weights_only=True)["args"]
     env_id = saved_args["env_id"]
-    repo_id = f"standin-user/{exp_name}-{env_id}-seed1"
+    repo_id = f"standin-user/{env_id}-{exp_name}-seed1"
     assert f"model uploaded to {hub.endpoint}/{repo_id}" in result.stdout
     files = hub.files(repo_id)
     (events,) = run_dir.glob("events.out.tfevents.*")
@@ -130,7 +130,7 @@ def test_a_transient_commit_failure_is_retried(hub, workdir, tmp_path):
     check_ok(result)
     assert hub.commit_attempts == 2
     assert "model uploaded to" in result.stdout and "could not push" not in result.stderr
-    files = hub.files("my-org/ppo-CartPole-v1-seed1")
+    files = hub.files("my-org/CartPole-v1-ppo-seed1")
     assert {"ppo.cleanrl_model", "README.md", "ppo.py"} <= set(files) and "replay.mp4" not in files
 
 
@@ -158,7 +158,7 @@ def test_upload_refusals_exit_2_before_any_network_call(hub, workdir, tmp_path):
     cases = [
         (["--upload-model"], env, "--upload-model pushes the saved model and its evaluation; add --save-model"),
         (UPLOAD, hub_env(hub.endpoint, tmp_path / "hf_home", token=None), "needs a Hugging Face token: run `hf auth login`"),
-        ([*UPLOAD, "--hf-entity", "bad entity"], env, "'bad entity/ppo-CartPole-v1-seed1' is not a valid Hub repository id"),
+        ([*UPLOAD, "--hf-entity", "bad entity"], env, "'bad entity/CartPole-v1-ppo-seed1' is not a valid Hub repository id"),
         ([*UPLOAD, "--exp-name", "a--b"], env, "is not a valid Hub repository id"),
     ]
     for flags, case_env, message in cases:
