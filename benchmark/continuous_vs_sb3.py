@@ -4,6 +4,7 @@ budgets, on MuJoCo tasks; returns and speed, written as one markdown table.
     .venv/bin/python benchmark/continuous_vs_sb3.py                      # 3 algos x 2 envs x 3 seeds x 100k
     .venv/bin/python benchmark/continuous_vs_sb3.py --algos td3 --env-ids Hopper-v5 --seeds 1 --total-timesteps 30000
     .venv/bin/python benchmark/continuous_vs_sb3.py --table-only     # the table from the runs finished so far
+    .venv/bin/python benchmark/continuous_vs_sb3.py --table-only --exclude-sps sac:HalfCheetah-v5:1   # its SPS left out
 
 Runs go one at a time (ours, then SB3, for each seed) so machine noise hits both alike, each a
 subprocess with OMP_NUM_THREADS=1 on the CPU. Every finished run leaves a JSON file in --out and is
@@ -102,6 +103,9 @@ class Args:
     markdown: str = str(REPO / "benchmark" / "results" / "continuous_vs_sb3.md")
     """where the result table goes"""
     table_only: bool = False
+    exclude_sps: list[str] = field(default_factory=list)
+    """pairs whose speed was disturbed (other work shared the core), as ALGO:ENV_ID:SEED: their returns count,
+    their SPS and ratio do not; the table lists them"""
     """run nothing: write the table from the runs finished in --out (a row counts the seeds that both sides finished)"""
 
 
@@ -147,25 +151,33 @@ def run_sb3(algo, env_id, seed, total_timesteps, folder):
 
 def table(results, args):
     lines = [
-        "| algo | env | cleanrl return | SB3 return | cleanrl SPS | SB3 SPS | SPS ratio (ours / SB3) | seeds |",
+        "| algo | env | cleanrl return | SB3 return | cleanrl SPS | SB3 SPS | SPS ratio (ours / SB3) | seeds (timed) |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for algo in args.algos:
         for env_id in args.env_ids:
-            pairs = [(results.get(("cleanrl", algo, env_id, s)), results.get(("sb3", algo, env_id, s))) for s in args.seeds]
-            pairs = [(a, b) for a, b in pairs if a and b]
+            found = [(results.get(("cleanrl", algo, env_id, s)), results.get(("sb3", algo, env_id, s)), s) for s in args.seeds]
+            pairs = [(a, b) for a, b, _ in found if a and b]
+            seeds = [s for a, b, s in found if a and b]
             if not pairs:
                 continue
             cells = []
             for side in (0, 1):
                 finals = [np.mean(p[side]["returns"][-LAST_EPISODES:]) for p in pairs]
                 cells.append(f"{np.mean(finals):.2f} ± {np.std(finals):.2f}")
-            sps = [[p[side]["sps"] for p in pairs] for side in (0, 1)]
+            timed = [p for p, seed in zip(pairs, seeds) if f"{algo}:{env_id}:{seed}" not in args.exclude_sps]
+            sps = [[p[side]["sps"] for p in timed] for side in (0, 1)]
             ratios = [a / b for a, b in zip(*sps)]
-            lines.append(
-                f"| {algo} | {env_id} | {cells[0]} | {cells[1]} | {np.mean(sps[0]):.0f} | {np.mean(sps[1]):.0f} "
-                f"| {np.mean(ratios):.2f} (min {min(ratios):.2f}, max {max(ratios):.2f}) | {len(pairs)} |"
-            )
+            if ratios:
+                spread = f"(min {min(ratios):.2f}, max {max(ratios):.2f})"
+                speed = f"{np.mean(sps[0]):.0f} | {np.mean(sps[1]):.0f} | {np.mean(ratios):.2f} {spread}"
+            else:
+                speed = "— | — | —"
+            lines.append(f"| {algo} | {env_id} | {cells[0]} | {cells[1]} | {speed} | {len(pairs)} ({len(timed)} timed) |")
+    if args.exclude_sps:
+        lines.append(
+            f"\nNot timed (other work shared the core, so their SPS is not comparable): {', '.join(args.exclude_sps)}."
+        )
     return "\n".join(lines)
 
 
@@ -187,6 +199,11 @@ def validation_error(args):
             f"--total-timesteps must be at least {needed} (the learning start of {algos} plus 100 gradient steps), "
             f"got {args.total_timesteps}"
         )
+    for key in args.exclude_sps:
+        algo, _, rest = key.partition(":")
+        env_id, _, seed = rest.rpartition(":")
+        if algo not in LEARNING_STARTS or not env_id or not seed.isdigit():
+            return f"--exclude-sps takes ALGO:ENV_ID:SEED (e.g. sac:Hopper-v5:1), got {key!r}"
     if any(not 0 <= seed < 2**32 for seed in args.seeds):
         return f"--seeds must be in [0, 2**32 - 1], got {args.seeds}"
     if not Path(args.markdown).resolve().parent.is_dir():

@@ -64,6 +64,7 @@ def test_sb3_speed_comparison_writes_its_table(script, steps, tmp_path):
         ("continuous_vs_sb3.py", ["--env-ids", "NoSuchEnv-v0"], "cannot make 'NoSuchEnv-v0'"),
         ("continuous_vs_sb3.py", ["--env-ids", "CartPole-v1"], "CartPole-v1 has Discrete(2) actions"),
         ("continuous_vs_sb3.py", ["--markdown", "/no/such/dir/s.md"], "its folder does not exist"),
+        ("continuous_vs_sb3.py", ["--exclude-sps", "sac:Hopper-v5"], "--exclude-sps takes ALGO:ENV_ID:SEED"),
         ("atari_replay_memory.py", ["--buffer-size", "10"], "--buffer-size must be at least 1000"),
     ],
 )
@@ -112,10 +113,16 @@ def test_continuous_vs_sb3_writes_its_table_and_resumes(tmp_path):
     first = subprocess.run(command, cwd=REPO, env=script_env(), check=True, capture_output=True, text=True, timeout=600)
     assert "running cleanrl sac Pendulum-v1 seed 1" in first.stdout and "running sb3 sac" in first.stdout
     row = [line for line in markdown.read_text().splitlines() if line.startswith("| sac | Pendulum-v1 |")]
-    assert len(row) == 1 and row[0].endswith("| 1 |")
+    assert len(row) == 1 and row[0].endswith("| 1 (1 timed) |")
     # finished runs are kept: a second start only rewrites the table
     again = subprocess.run(command, cwd=REPO, env=script_env(), check=True, capture_output=True, text=True, timeout=60)
     assert "running" not in again.stdout and row[0] in markdown.read_text()
+    # a pair whose speed was disturbed keeps its returns but leaves the SPS columns, and the table says so
+    untimed = [*command, "--table-only", "--exclude-sps", "sac:Pendulum-v1:1"]
+    subprocess.run(untimed, cwd=REPO, env=script_env(), check=True, capture_output=True, text=True, timeout=60)
+    table = markdown.read_text()
+    assert "| — | — | — | 1 (0 timed) |" in table and row[0].split("|")[3] in table
+    assert "Not timed (other work shared the core, so their SPS is not comparable): sac:Pendulum-v1:1." in table
     # an unfinished run (no result file) is run again from a clean folder, not mixed with what it left
     (tmp_path / "out" / "cleanrl_sac_Pendulum-v1_1_5300.json").unlink()
     third = subprocess.run(command, cwd=REPO, env=script_env(), check=True, capture_output=True, text=True, timeout=600)
