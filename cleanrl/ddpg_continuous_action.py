@@ -363,7 +363,10 @@ def upload_error(args):
     try:
         validate_repo_id(repo_id)
     except HFValidationError:
-        return f"{repo_id!r} is not a valid Hub repository id; use letters, digits, -, _ and . in --hf-entity and --exp-name"
+        return (
+            f"{repo_id!r} is not a valid Hub repository id: a name of letters, digits, -, _ and . (no '--' or '..', "
+            "no - or . at either end), 96 characters at most; change --hf-entity or --exp-name"
+        )
     if get_token() is None:
         return (
             "--upload-model needs a Hugging Face token: run `hf auth login` "

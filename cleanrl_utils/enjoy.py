@@ -4,10 +4,12 @@
     python -m cleanrl_utils.enjoy --exp-name ppo_atari --model-path PATH --capture-video --eval-episodes 3
     python -m cleanrl_utils.enjoy --exp-name ppo --hf-repository ORG/CartPole-v1-ppo-seed1
 
-`--exp-name` names the script (`cleanrl/{exp_name}.py`); it is imported, which runs only its top-level
+`--exp-name` names the script (`cleanrl/{exp_name}.py`; by default the one that saved the checkpoint, from
+the `exp_name` stored in it; a checkpoint saved by another script is refused); it is imported, which runs only its top-level
 definitions (its training sits under `if __name__ == "__main__":`), and its `evaluate` function plays
 the saved model for `--eval-episodes` episodes on the env the checkpoint was trained on (`--env-id`,
-when given, must match it). Videos, with `--capture-video`, go to `videos/{run_name}-eval/`.
+when given, must match it). Videos, with `--capture-video`, go to `videos/{run_name}-eval/` (on the
+scripts' RecordVideo schedule: episodes 0, 1, 8, 27, 64, ...).
 The checkpoint comes from `--model-path` or, with `--hf-repository`, from a Hub repository that the
 script's `--upload-model` pushed (its `{exp_name}.cleanrl_model` is downloaded into the huggingface_hub
 cache; HF_ENDPOINT points at another Hub, HF_TOKEN or `hf auth login` gives access to private ones).
@@ -29,10 +31,11 @@ SCRIPTS = Path(__file__).resolve().parents[1] / "cleanrl"
 
 @dataclass
 class Args:
-    exp_name: str = "dqn"
-    """the script whose networks and evaluation are used: cleanrl/{exp_name}.py"""
+    exp_name: Optional[str] = None
+    """the script whose networks and evaluation are used, cleanrl/{exp_name}.py (None: the script that saved the
+    checkpoint, from its stored args; needed with --hf-repository, where it also names the file)"""
     env_id: Optional[str] = None
-    """the env to evaluate on; must be the one the model was trained on (default: read from the checkpoint)"""
+    """the env to evaluate on; must be the one the model was trained on (None: the checkpoint's)"""
     model_path: Optional[str] = None
     """a checkpoint written by the script's --save-model"""
     hf_repository: Optional[str] = None
@@ -90,10 +93,15 @@ def download_model(repo_id: str, exp_name: str) -> str:
         RevisionNotFoundError,
     )
     from huggingface_hub.utils import logging as hf_logging
+    from huggingface_hub.utils import validate_repo_id
 
     # huggingface_hub retries an unreachable Hub for about 20 s, logging each try; the outcome is one line here
     hf_logging.set_verbosity_error()
     filename = f"{exp_name}.cleanrl_model"
+    try:
+        validate_repo_id(repo_id)
+    except HFValidationError as e:
+        raise ValueError(f"--hf-repository {repo_id!r} is not a Hub repository id ({e})") from e
     print(f"downloading {filename} from {constants.ENDPOINT}/{repo_id}", flush=True)
     try:
         return hf_hub_download(repo_id, filename)
@@ -114,14 +122,18 @@ def download_model(repo_id: str, exp_name: str) -> str:
 
 def validation_error(args: Args) -> Optional[str]:
     """The first problem with the command-line values as one line, or None. With --hf-repository, downloads
-    the checkpoint and sets `args.model_path` to the local copy."""
-    if args.exp_name not in scripts_that_evaluate():
-        return f"--exp-name {args.exp_name!r} is not a script that evaluates; choose from {', '.join(scripts_that_evaluate())}"
+    the checkpoint and sets `args.model_path` to the local copy; without --exp-name, sets it to the script
+    that saved the checkpoint."""
+    scripts = scripts_that_evaluate()
+    if args.exp_name is not None and args.exp_name not in scripts:
+        return f"--exp-name {args.exp_name!r} is not a script that evaluates; choose from {', '.join(scripts)}"
     if (args.model_path is None) == (args.hf_repository is None):
         return "give the model to evaluate with exactly one of --model-path and --hf-repository"
     if args.eval_episodes < 1:
         return f"--eval-episodes must be at least 1, got {args.eval_episodes}"
     if args.hf_repository is not None:
+        if args.exp_name is None:
+            return "--hf-repository needs --exp-name: the script, which also names the file {exp_name}.cleanrl_model"
         try:
             args.model_path = download_model(args.hf_repository, args.exp_name)
         except ValueError as e:
@@ -130,6 +142,15 @@ def validation_error(args: Args) -> Optional[str]:
         checkpoint = read_checkpoint(args.model_path)
     except (OSError, ValueError) as e:
         return f"cannot read --model-path {args.model_path}: {e}"
+    saved_by = checkpoint["args"].get("exp_name")
+    if args.exp_name is None:
+        if saved_by not in scripts:
+            return (
+                f"the checkpoint's exp_name {saved_by!r} is not a script here; name the script that saved it with --exp-name"
+            )
+        args.exp_name = saved_by
+    elif saved_by in scripts and saved_by != args.exp_name:
+        return f"the checkpoint was saved by {saved_by}.py, not {args.exp_name}.py; use --exp-name {saved_by}"
     trained_on = checkpoint["args"]["env_id"]
     if args.env_id is not None and args.env_id != trained_on:
         return f"the model was trained on {trained_on}, not --env-id {args.env_id}; evaluation uses the training env"
@@ -146,23 +167,31 @@ def main(args: Args) -> list[float]:
         os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
     import torch
 
-    script = load_script(args.exp_name)
+    script = load_script(args.exp_name)  # imports what registers the script's envs (ale-py for Atari)
     env_id = read_checkpoint(args.model_path)["args"]["env_id"]
+    try:
+        script.gym.spec(env_id)
+    except Exception as e:  # an env this machine does not have (a missing extra or a custom registration)
+        first_line = (str(e).splitlines() or [""])[0] or type(e).__name__
+        print(f"enjoy: the checkpoint's env {env_id} cannot be made here ({first_line})", file=sys.stderr)
+        sys.exit(2)
     device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
     run_name = f"{env_id.replace('/', '-')}__{args.exp_name}__enjoy__{int(time.time())}"
     try:
         returns = script.evaluate(args.model_path, args.eval_episodes, run_name, device, capture_video=args.capture_video)
-    except (RuntimeError, KeyError) as e:  # other networks' weights, or settings this script's model needs
-        first_line = (str(e).splitlines() or [""])[0]
+    except Exception as e:  # other networks' weights or spaces, settings this script's model needs
+        # (a checkpoint saved under a custom --exp-name is only matched to its script here, by trying it)
+        first_line = f"{type(e).__name__}: {(str(e).splitlines() or [''])[0]}"
         if isinstance(e, KeyError):
-            first_line = f"its args lack {first_line}"
+            first_line = f"its args lack {e}"
         print(f"enjoy: the checkpoint does not fit {args.exp_name}.py's networks ({first_line})", file=sys.stderr)
         sys.exit(2)
     for i, episodic_return in enumerate(returns):
         print(f"episode {i}: return {episodic_return:.2f}")
     mean = sum(returns) / len(returns)
     std = (sum((r - mean) ** 2 for r in returns) / len(returns)) ** 0.5
-    print(f"{args.exp_name} on {env_id}: {mean:.2f} ± {std:.2f} over {len(returns)} episodes")
+    episodes = "1 episode" if len(returns) == 1 else f"{len(returns)} episodes"
+    print(f"{args.exp_name} on {env_id}: {mean:.2f} ± {std:.2f} over {episodes}")
     if args.capture_video:
         print(f"videos in videos/{run_name}-eval/")
     return returns

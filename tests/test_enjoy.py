@@ -56,10 +56,48 @@ def test_bad_input_exits_2_with_one_line(workdir):
         (["--exp-name", "dqn", "--model-path", workdir / "junk.cleanrl_model"], "not a torch checkpoint"),
         (["--exp-name", "dqn", "--model-path", model, "--env-id", "Acrobot-v1"], "trained on CartPole-v1, not --env-id"),
         (["--exp-name", "dqn", "--model-path", model, "--eval-episodes", 0], "--eval-episodes must be at least 1"),
-        (["--exp-name", "c51", "--model-path", model], "the checkpoint does not fit c51.py's networks"),
+        (["--exp-name", "c51", "--model-path", model], "the checkpoint was saved by dqn.py, not c51.py; use --exp-name dqn"),
+        (["--hf-repository", "org/CartPole-v1-dqn-seed1"], "--hf-repository needs --exp-name"),
+        (["--exp-name", "dqn", "--hf-repository", "not a repo"], "--hf-repository 'not a repo' is not a Hub repository id"),
     ]
     for flags, message in cases:
         result = enjoy(*flags, cwd=workdir)
         assert result.returncode == 2, (flags, result.stderr)
         lines = result.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("enjoy: ") and message in lines[0], result.stderr
+        assert "downloading" not in result.stdout
+
+
+def test_without_exp_name_the_script_that_saved_the_checkpoint_evaluates_it(workdir):
+    model = saved_model("dqn.py", workdir)
+    result = enjoy("--model-path", model, "--eval-episodes", 1, cwd=workdir)
+    check_ok(result)
+    assert "dqn on CartPole-v1: " in result.stdout and "over 1 episode" in result.stdout
+
+
+def test_a_checkpoint_under_a_custom_exp_name_is_tried_on_the_named_script(workdir):
+    """A custom --exp-name names no script: without --exp-name enjoy cannot guess it, with the right script it
+    evaluates, and with a script whose spaces differ (SAC on CartPole) it refuses with one line, no traceback."""
+    check_ok(run_script("dqn.py", *TINY["dqn.py"], "--exp-name", "my_dqn", "--save-model", cwd=workdir))
+    model = only_run_dir(workdir) / "my_dqn.cleanrl_model"
+    result = enjoy("--model-path", model, cwd=workdir)
+    assert result.returncode == 2 and "exp_name 'my_dqn' is not a script here; name the script" in result.stderr
+    check_ok(enjoy("--exp-name", "dqn", "--model-path", model, "--eval-episodes", 1, cwd=workdir))
+    for script in ("sac_continuous_action", "ppo_continuous_action", "dqn_atari"):
+        result = enjoy("--exp-name", script, "--model-path", model, "--eval-episodes", 1, cwd=workdir)
+        assert result.returncode == 2, result.stderr
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1 and f"the checkpoint does not fit {script}.py's networks (" in lines[0], result.stderr
+
+
+def test_a_checkpoint_of_an_env_this_machine_lacks_exits_2(workdir):
+    import torch
+
+    model = saved_model("dqn.py", workdir)
+    checkpoint = torch.load(model, weights_only=True)
+    checkpoint["args"]["env_id"] = "NoSuchEnv-v0"
+    torch.save(checkpoint, workdir / "other.cleanrl_model")
+    result = enjoy("--model-path", workdir / "other.cleanrl_model", cwd=workdir)
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "the checkpoint's env NoSuchEnv-v0 cannot be made here" in lines[0], result.stderr

@@ -119,7 +119,7 @@ def test_upload_pushes_the_run_and_enjoy_evaluates_it_from_the_hub(script, hub, 
 
     result = enjoy("--exp-name", exp_name, "--hf-repository", repo_id, "--eval-episodes", 1, cwd=workdir, env=env)
     check_ok(result)
-    assert f"{exp_name} on {env_id}: " in result.stdout and "over 1 episodes" in result.stdout
+    assert f"{exp_name} on {env_id}: " in result.stdout and "over 1 episode" in result.stdout
     assert ("GET", f"/{repo_id}/resolve/main/{checkpoint_name}") in hub.requests
 
 
