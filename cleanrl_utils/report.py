@@ -51,6 +51,7 @@ from __future__ import annotations
 import csv
 import math
 import os
+import re
 import sys
 from dataclasses import dataclass
 from typing import Annotated, Optional
@@ -164,7 +165,8 @@ def summarize(data: list[RunData], last_episodes: int = 20) -> list[dict]:
     Each row holds: `exp_name`, `env_id`, `runs` (count), `seeds` (sorted list), `finals` (1-D array
     of the runs' final returns, in seed order), `return_mean` and `return_std` (mean and population
     std of `finals`), `runtime` (mean runtime in seconds), `sps` (mean of the last logged SPS over the
-    runs that logged it; NaN if none did).
+    runs that logged it; NaN if none did), `steps` (mean over the runs of the global step of their last
+    episode).
     """
     groups: dict[tuple[str, str], list[RunData]] = {}
     for d in data:
@@ -186,6 +188,7 @@ def summarize(data: list[RunData], last_episodes: int = 20) -> list[dict]:
                 "return_std": float(finals.std()),
                 "runtime": float(np.mean([d.runtime for d in group])),
                 "sps": float(np.mean(sps)) if sps else float("nan"),
+                "steps": float(np.mean([d.steps[-1] for d in group])),
             }
         )
     return rows
@@ -248,12 +251,13 @@ def read_normalization(path: str) -> dict[str, tuple[float, float]]:
     return table
 
 
-def read_reference(path: str) -> dict[tuple[str, Optional[str]], tuple[float, Optional[float]]]:
-    """Reads an `env_id,return` CSV with optional `exp_name` and `std` columns:
-    {(env_id, exp_name or None): (return, std or None)}.
+def read_reference(path: str) -> dict[tuple[str, Optional[str]], tuple[float, Optional[float], Optional[float]]]:
+    """Reads an `env_id,return` CSV with optional `exp_name`, `std` and `steps` (the budget the reference
+    return was measured at) columns: {(env_id, exp_name or None): (return, std or None, steps or None)}.
 
     Raises ReportError on an unreadable file, a missing column, no row, an empty env_id, a return
-    (or a given std) that is not a finite number, a negative std, or a repeated (env_id, exp_name).
+    (or a given std or steps) that is not a finite number, a negative std, non-positive steps, or a
+    repeated (env_id, exp_name).
     """
     table = {}
     for line, row in _read_csv(path, "--reference", ["env_id", "return"]):
@@ -266,12 +270,15 @@ def read_reference(path: str) -> dict[tuple[str, Optional[str]], tuple[float, Op
         std = _number(row["std"], "--reference", path, line, "std") if row.get("std") else None
         if std is not None and std < 0:
             raise ReportError(f"--reference {path!r} line {line}: std must not be negative, got {std:g}")
-        table[(env_id, exp_name)] = (value, std)
+        steps = _number(row["steps"], "--reference", path, line, "steps") if row.get("steps") else None
+        if steps is not None and steps <= 0:
+            raise ReportError(f"--reference {path!r} line {line}: steps must be positive, got {steps:g}")
+        table[(env_id, exp_name)] = (value, std, steps)
     return table
 
 
-def reference_for(reference: dict, env_id: str, exp_name: str) -> Optional[tuple[float, Optional[float]]]:
-    """The reference (return, std or None) for `exp_name` on `env_id`: the row naming that exp_name,
+def reference_for(reference: dict, env_id: str, exp_name: str) -> Optional[tuple[float, Optional[float], Optional[float]]]:
+    """The reference (return, std or None, steps or None) for `exp_name` on `env_id`: the row naming that exp_name,
     else the env's row without an exp_name, else None."""
     return reference.get((env_id, exp_name), reference.get((env_id, None)))
 
@@ -342,7 +349,8 @@ def format_duration(seconds: float) -> str:
 
 def markdown_table(rows: list[dict], reference: Optional[dict] = None) -> str:
     """The rows of `summarize` as a Markdown table; with `reference` (from `read_reference`) a
-    `reference` column, "—" where the reference has no row for that exp_name and env."""
+    `reference` column, "—" where the reference has no row for that exp_name and env. A reference measured
+    at a budget (`steps`) that the row's runs fell more than 10% short of says so: "490.04 (at 500k steps)"."""
     header = ["exp_name", "env_id", "runs", "seeds", "return (mean ± std)"]
     header += ["reference"] if reference is not None else []
     header += ["runtime (h:mm:ss)", "SPS"]
@@ -352,11 +360,23 @@ def markdown_table(rows: list[dict], reference: Optional[dict] = None) -> str:
         cells.append(f"{r['return_mean']:.2f} ± {r['return_std']:.2f}")
         if reference is not None:
             ref = reference_for(reference, r["env_id"], r["exp_name"])
-            cells.append("—" if ref is None else f"{ref[0]:.2f}" + ("" if ref[1] is None else f" ± {ref[1]:.2f}"))
+            if ref is None:
+                cells.append("—")
+            else:
+                budget = "" if ref[2] is None or r["steps"] >= 0.9 * ref[2] else f" (at {format_steps(ref[2])} steps)"
+                cells.append(f"{ref[0]:.2f}" + ("" if ref[1] is None else f" ± {ref[1]:.2f}") + budget)
         cells.append(format_duration(r["runtime"]))
         cells.append("—" if math.isnan(r["sps"]) else f"{r['sps']:.0f}")
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+def format_steps(steps: float) -> str:
+    """A step count for people: 500000 -> "500k", 10000000 -> "10M", 1500 -> "1.5k", 300 -> "300"."""
+    for size, unit in ((1e6, "M"), (1e3, "k")):
+        if steps >= size:
+            return f"{steps / size:.3g}{unit}"
+    return f"{steps:.0f}"
 
 
 def aggregates_table(aggs: list[dict]) -> str:
@@ -564,6 +584,19 @@ def build(args: Args) -> tuple[str, list[RunData], list[dict], Optional[list[dic
     return "\n".join(text), data, rows, aggs, notes
 
 
+def previous_figures(out: str) -> list[str]:
+    """The PNG files that an earlier report in `out` wrote (the images its report.md shows), so that a new
+    report into the same folder leaves no stale figure (an env no longer reported, aggregates no longer
+    asked for). Other files in `out` are never touched. Returns paths; [] if there is no earlier report."""
+    try:
+        with open(os.path.join(out, "report.md"), encoding="utf-8") as f:
+            text = f.read()
+    except OSError:
+        return []
+    names = re.findall(r"!\[[^\]]*\]\(([^)/\\]+\.png)\)", text)
+    return [os.path.join(out, name) for name in names if os.path.isfile(os.path.join(out, name))]
+
+
 def main(args: Args) -> None:
     try:
         report, data, rows, aggs, notes = build(args)
@@ -577,6 +610,8 @@ def main(args: Args) -> None:
         sys.exit(2)
     for note in notes:
         print(f"report: {note}", file=sys.stderr)
+    for path in previous_figures(args.out):
+        os.remove(path)
     with open(os.path.join(args.out, "report.md"), "w", encoding="utf-8") as f:
         f.write(report)
     env_ids = sorted({r["env_id"] for r in rows})

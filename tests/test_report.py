@@ -17,6 +17,7 @@ from cleanrl_utils.report import (
     common_grid,
     find_runs,
     format_duration,
+    format_steps,
     load_run,
     main,
     markdown_table,
@@ -124,6 +125,28 @@ def test_markdown_table_with_reference(runs_dir, csvs):
     assert "| ppo | CartPole-v1 | 2 | 1, 2 | 35.00 ± 10.00 | 490.04 ± 6.12 | 0:02:30 | 2000 |" in table
     assert "| sweep_ | CartPole-v1 | 1 | 7 | 5.00 ± 0.00 | — | 0:00:00 | — |" in table  # reference names ppo only
     assert "reference" not in markdown_table(rows)
+
+
+def test_a_reference_at_a_larger_budget_says_so(runs_dir, tmp_path):
+    """The runs end at step 40 (CartPole) and 40 (Acrobot); a reference measured at 500k steps is marked with
+    its budget, one measured at 44 steps (the runs are within 10% of it) is not."""
+    reference = tmp_path / "budget.csv"
+    reference.write_text("env_id,exp_name,return,std,steps\nCartPole-v1,ppo,490.04,6.12,500000\nAcrobot-v1,,-86.36,,44\n")
+    table = markdown_table(rows_of(runs_dir, last_episodes=2), read_reference(str(reference)))
+    assert "| ppo | CartPole-v1 | 2 | 1, 2 | 35.00 ± 10.00 | 490.04 ± 6.12 (at 500k steps) | 0:02:30 | 2000 |" in table
+    assert "| ppo | Acrobot-v1 | 2 | 1, 2 | -40.00 ± 40.00 | -86.36 | 1:30:00 | 600 |" in table
+    assert [format_steps(n) for n in (300, 1500, 500_000, 10_000_000)] == ["300", "1.5k", "500k", "10M"]
+
+
+def test_a_new_report_into_the_same_folder_leaves_no_stale_figure(runs_dir, csvs, tmp_path):
+    out = tmp_path / "o"
+    main(tyro.cli(Args, args=[str(runs_dir), "--out", str(out), "--normalization", str(csvs[0]), "--reps", "20"]))
+    assert (out / "aggregates.png").is_file() and (out / "Acrobot-v1.png").is_file()
+    (out / "notes.txt").write_text("mine")  # files the report did not write are kept
+    only_cartpole = tmp_path / "cartpole"
+    write_run(only_cartpole, "CartPole-v1__dqn__1__200", [7, 9])
+    main(tyro.cli(Args, args=[str(only_cartpole), "--out", str(out), "--reps", "20"]))
+    assert sorted(p.name for p in out.iterdir()) == ["CartPole-v1.png", "notes.txt", "report.md"]
 
 
 def test_format_duration():
@@ -238,6 +261,7 @@ BAD_REFERENCE = [
     ("env_id,return\nCartPole-v1,high\n", "line 2: return must be a finite number, got 'high'"),
     ("env_id,return,std\nCartPole-v1,490,-1\n", "line 2: std must not be negative, got -1"),
     ("env_id,return,std\nCartPole-v1,490,x\n", "line 2: std must be a finite number"),
+    ("env_id,return,steps\nCartPole-v1,490,0\n", "line 2: steps must be positive, got 0"),
     ("env_id,exp_name,return\nCartPole-v1,ppo,1\nCartPole-v1,ppo,2\n", "line 3: CartPole-v1 ppo appears twice"),
     ("env_id,return\nCartPole-v1,1\nCartPole-v1,2\n", "line 3: CartPole-v1 (any exp_name) appears twice"),
 ]
