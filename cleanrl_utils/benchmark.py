@@ -47,6 +47,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
@@ -94,6 +95,12 @@ class Run:
     log_path: str
 
 
+def log_file_name(env_id: str, seed: int) -> str:
+    """The name of a run's log file: `{env_id}__{seed}.log`, a `/` in the env id written `-`
+    (`ALE/Breakout-v5` seed 1 → `ALE-Breakout-v5__1.log`)."""
+    return f"{env_id.replace('/', '-')}__{seed}.log"
+
+
 def plan_runs(command: str, env_ids: list[str], seeds: range, log_dir: str) -> list[Run]:
     """Every env × seed run of `command`, seed-major. Raises ValueError if `command` does not split
     into words (e.g. an unclosed quote) or is empty."""
@@ -103,7 +110,7 @@ def plan_runs(command: str, env_ids: list[str], seeds: range, log_dir: str) -> l
     runs = []
     for seed in seeds:
         for env_id in env_ids:
-            log_path = os.path.join(log_dir, f"{env_id.replace('/', '-')}__{seed}.log")
+            log_path = os.path.join(log_dir, log_file_name(env_id, seed))
             runs.append(Run(env_id, seed, (*words, "--env-id", env_id, "--seed", str(seed)), log_path))
     return runs
 
@@ -264,10 +271,45 @@ def submit_slurm(script: str, script_path: str, env: dict[str, str]) -> str:
     return job_id
 
 
-def validation_error(args: Args) -> Optional[str]:
-    """The first problem with the command-line values as one line, or None."""
-    if not args.env_ids:
+def env_ids_error(env_ids: list[str]) -> Optional[str]:
+    """The first problem with the env ids as one line, or None: none given, an empty one, or two whose runs
+    would write the same log file (the same id twice, or ids that differ only in `/` against `-`)."""
+    if not env_ids:
         return "--env-ids must name at least one environment"
+    seen: dict[str, str] = {}
+    for env_id in env_ids:
+        if not env_id.strip():
+            return f"--env-ids: an env id is empty ({env_id!r})"
+        name = log_file_name(env_id, 0)
+        if name in seen:
+            if seen[name] == env_id:
+                return f"--env-ids names {env_id!r} twice (its runs would share one log file)"
+            return f"--env-ids {seen[name]!r} and {env_id!r} would share log files ({name.replace('__0.log', '__{seed}.log')})"
+        seen[name] = env_id
+    return None
+
+
+def log_dir_error(log_dir: str) -> Optional[str]:
+    """Creates `log_dir` (and its parents) and writes a scratch file in it; what went wrong as one line, or
+    None when the runs can write their logs there."""
+    if os.path.exists(log_dir) and not os.path.isdir(log_dir):
+        return f"--log-dir {log_dir!r} is a file, not a folder"
+    try:
+        os.makedirs(log_dir, exist_ok=True)
+        with tempfile.TemporaryFile(dir=log_dir):
+            pass
+    except OSError as e:
+        return f"--log-dir {log_dir!r}: cannot create it or write in it ({e.strerror or e})"
+    return None
+
+
+def validation_error(args: Args) -> Optional[str]:
+    """The first problem with the command-line values as one line, or None. When the runs will write logs
+    (`--workers` above 0), the last check creates the log dir, so that one that cannot be made or written
+    is refused before anything runs."""
+    error = env_ids_error(args.env_ids)
+    if error is not None:
+        return error
     if args.num_seeds < 1:
         return f"--num-seeds must be at least 1, got {args.num_seeds}"
     if not args.progress_interval > 0:
@@ -291,7 +333,7 @@ def validation_error(args: Args) -> Optional[str]:
     if args.slurm_template_path is None:
         if args.workers > 0 and shutil.which(words[0]) is None:
             return f"--command: cannot find the program {words[0]!r}"
-        return None
+        return log_dir_error(args.log_dir) if args.workers > 0 else None
     path = args.slurm_template_path
     try:
         with open(path) as f:
@@ -310,7 +352,7 @@ def validation_error(args: Args) -> Optional[str]:
         return str(e)
     if args.workers > 0 and shutil.which("sbatch") is None:
         return "--slurm-template-path: cannot find sbatch on PATH (--workers 0 prints the script instead)"
-    return None
+    return log_dir_error(args.log_dir) if args.workers > 0 else None
 
 
 def main(args: Args) -> None:
@@ -332,7 +374,6 @@ def main(args: Args) -> None:
         for run in runs:
             print(shlex.join(run.argv))
         return
-    os.makedirs(args.log_dir, exist_ok=True)
     print(f"{len(runs)} runs, {args.workers} at a time; logs in {args.log_dir}/", flush=True)
     failed = run_pool(runs, args.workers, env, args.progress_interval)
     if failed:
@@ -359,7 +400,6 @@ def main_slurm(args: Args, runs: list[Run], env: dict[str, str]) -> None:
     if args.workers == 0:
         print(script, end="")
         return
-    os.makedirs(args.log_dir, exist_ok=True)
     script_path = os.path.join(args.log_dir, "slurm_job.sh")
     try:
         job_id = submit_slurm(script, script_path, env)

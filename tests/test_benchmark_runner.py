@@ -109,3 +109,29 @@ def test_bad_input_exits_2_with_one_line(tmp_path):
         lines = result.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("benchmark: ") and message in lines[0], result.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def test_bad_env_ids_and_log_dirs_exit_2_with_one_line_before_anything_runs(tmp_path):
+    (tmp_path / "afile").write_text("")
+    quick = ["--command", shlex.join([sys.executable, "-c", "open('ran', 'w')"]), "--workers", 1]
+    cases = [
+        (["--env-ids", "A-v0", "B-v0", "A-v0"], "--env-ids names 'A-v0' twice (its runs would share one log file)"),
+        (["--env-ids", "ALE/B-v5", "ALE-B-v5"], "'ALE/B-v5' and 'ALE-B-v5' would share log files (ALE-B-v5__{seed}.log)"),
+        (["--env-ids", "A-v0", ""], "--env-ids: an env id is empty"),
+        (["--env-ids", " "], "--env-ids: an env id is empty"),
+        (["--env-ids", "A-v0", "A-v0", "--workers", 0], "names 'A-v0' twice"),  # refused in a dry run too
+        (["--env-ids", "A-v0", "--log-dir", "afile"], "--log-dir 'afile' is a file, not a folder"),
+        (["--env-ids", "A-v0", "--log-dir", "afile/logs"], "--log-dir 'afile/logs': cannot create it or write in it"),
+        (["--env-ids", "A-v0", "--log-dir", "/proc/no/logs"], "cannot create it or write in it"),
+    ]
+    for flags, message in cases:
+        result = runner(*quick, *flags, cwd=tmp_path)
+        assert result.returncode == 2, (flags, result.stderr)
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("benchmark: ") and message in lines[0], result.stderr
+        assert "Traceback" not in result.stderr and result.stdout == ""
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile"]  # nothing ran, no log dir was made
+    # --workers 0 writes no logs, so it does not need the log dir
+    result = runner("--env-ids", "A-v0", "--log-dir", "/proc/no/logs", "--command", "x", "--num-seeds", 1, cwd=tmp_path)
+    check_ok(result)
+    assert result.stdout == "x --env-id A-v0 --seed 1\n"

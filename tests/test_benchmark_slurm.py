@@ -151,6 +151,18 @@ def test_a_failed_sbatch_exits_1_with_its_error(tmp_path):
     assert result.stderr.strip() == "benchmark: sbatch failed (exit 1): sbatch: error: Invalid partition name specified"
 
 
+def test_a_log_dir_that_cannot_be_made_is_refused_before_sbatch(tmp_path):
+    bin_dir, env = fake_sbatch(tmp_path, 'echo "4242"')
+    (tmp_path / "afile").write_text("")
+    flags = ["--slurm-template-path", TEMPLATE, "--workers", 1, "--command", "python x.py"]
+    for log_dir, message in [("afile", "is a file, not a folder"), ("afile/logs", "cannot create it or write in it")]:
+        result = runner("--env-ids", "A-v0", *flags, "--log-dir", log_dir, cwd=tmp_path, env=env)
+        assert result.returncode == 2, result.stderr
+        assert result.stderr.startswith(f"benchmark: --log-dir {log_dir!r}") and message in result.stderr
+        assert len(result.stderr.strip().splitlines()) == 1
+    assert not (bin_dir / "args").exists()  # sbatch was not called
+
+
 def test_bad_slurm_input_exits_2_with_one_line(tmp_path):
     bad_template = tmp_path.parent / f"{tmp_path.name}_bad.sh"
     bad_template.write_text("#SBATCH --array={{array}}\n#SBATCH --mem={{mem}}\n")
