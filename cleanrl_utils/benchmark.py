@@ -6,9 +6,11 @@
 Each run is the command split with shell-word rules (`shlex.split`) plus `--env-id ENV --seed SEED`,
 started without a shell, its stdout and stderr in `{log_dir}/{env}__{seed}.log`. Runs go seed by seed,
 every env within a seed, as CleanRL's runner orders them. A run that fails does not stop the others;
-at the end a summary names each failed run with its exit code, its log and the log's last lines, and
-the runner exits 1 if any failed. `--workers 0` prints the commands and runs nothing. `--auto-tag` passes `WANDB_TAGS` (the
-output of `git describe --tags --always --dirty` in the current folder, no network) to the runs.
+at the end a summary names each failed run with its exit code, its log and the last lines of the log
+that say what went wrong (`log_excerpt`: box-drawing decoration skipped, a final tyro error box reduced to
+its message), and the runner exits 1 if any failed. `--workers 0` prints the commands and runs nothing.
+`--auto-tag` passes `WANDB_TAGS` (the output of `git describe --tags --always --dirty` in the current
+folder, no network) to the runs.
 
 Slurm: `--slurm-template-path benchmark/slurm_template.sh` renders that job-array template and submits it
 with `sbatch --parsable` (from the current folder, which is where the runs work; `sbatch` passes the
@@ -148,6 +150,42 @@ def run_one(run: Run, env: dict[str, str], running: set[Run]) -> int:
                 raise
     finally:
         running.discard(run)
+
+
+BOX_DRAWING = "".join(map(chr, range(0x2500, 0x2580)))  # ─ │ ╭ ╮ ╰ ╯ ... (rich's panels, tyro's error boxes)
+
+
+def _unboxed(line: str) -> str:
+    """`line` without trailing spaces and, when it starts or ends with box drawing, without the borders and
+    spaces at its ends (empty for a border or a rule)."""
+    line = line.rstrip()
+    if line.lstrip()[:1] in BOX_DRAWING or line[-1:] in BOX_DRAWING:  # "" is in every string
+        return line.strip(BOX_DRAWING + " \t\f\v")
+    return line
+
+
+def log_excerpt(text: str, count: int = 3) -> list[str]:
+    """At most `count` lines of a failed run's log that say what went wrong, for the summary: its last lines
+    that hold more than box-drawing characters and spaces, those borders stripped. When the log ends with
+    a box (tyro's argument errors: a titled box whose message comes first, then a rule, suggestions and
+    a `--help` hint) the box's title and message instead, its lines before the first rule inside it."""
+    lines = text.splitlines()
+    while lines and not lines[-1].strip():
+        lines.pop()
+    tops = [i for i, line in enumerate(lines) if line.lstrip().startswith("╭")]
+    if lines and lines[-1].lstrip().startswith("╰") and tops:
+        message = []
+        for line in lines[tops[-1] : -1]:
+            inner = _unboxed(line)
+            if inner:
+                message.append(inner)
+            elif message:  # the rule after the message
+                break
+        if len(message) > 1 and message[1].startswith(message[0]):  # "Unrecognized options: --x" under its title
+            message = message[1:]
+        if message:
+            return message[:count]
+    return [inner for inner in map(_unboxed, lines) if inner][-count:]
 
 
 def run_pool(runs: list[Run], workers: int, env: dict[str, str], progress_interval: float = 60.0, out=sys.stdout):
@@ -379,10 +417,12 @@ def main(args: Args) -> None:
     if failed:
         print(f"{len(failed)} of {len(runs)} runs failed:", file=sys.stderr)
         for run, returncode in failed:
-            print(f"  {run.env_id} seed {run.seed}: exit {returncode}, log {run.log_path}; it ends with:", file=sys.stderr)
             with open(run.log_path, errors="replace") as log:
-                for line in log.read().splitlines()[-3:]:
-                    print(f"    {line}", file=sys.stderr)
+                excerpt = log_excerpt(log.read())
+            end = "; it ends with:" if excerpt else " (empty)"
+            print(f"  {run.env_id} seed {run.seed}: exit {returncode}, log {run.log_path}{end}", file=sys.stderr)
+            for line in excerpt:
+                print(f"    {line}", file=sys.stderr)
         sys.exit(1)
     print(f"all {len(runs)} runs finished")
 

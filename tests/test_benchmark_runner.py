@@ -5,7 +5,7 @@ import shlex
 import subprocess
 import sys
 
-from cleanrl_utils.benchmark import plan_runs
+from cleanrl_utils.benchmark import log_excerpt, plan_runs
 from conftest import REPO, check_ok, script_env
 
 # a stand-in for a training script: prints its arguments and WANDB_TAGS, fails on the env "Fail-v0"
@@ -135,3 +135,42 @@ def test_bad_env_ids_and_log_dirs_exit_2_with_one_line_before_anything_runs(tmp_
     result = runner("--env-ids", "A-v0", "--log-dir", "/proc/no/logs", "--command", "x", "--num-seeds", 1, cwd=tmp_path)
     check_ok(result)
     assert result.stdout == "x --env-id A-v0 --seed 1\n"
+
+
+def test_a_tyro_argument_error_is_what_the_summary_shows(tmp_path):
+    # tyro prints its error in a box that ends with a rule, a --help hint and the bottom border
+    command = f"{shlex.quote(sys.executable)} {shlex.quote(str(REPO / 'cleanrl' / 'ppo.py'))} --bogus-flag 3"
+    result = runner("--env-ids", "CartPole-v1", "--command", command, "--num-seeds", 1, "--workers", 1, cwd=tmp_path)
+    assert result.returncode == 1, result.stderr
+    log = (tmp_path / "benchmark_logs" / "CartPole-v1__1.log").read_text()
+    assert "╰" in log.splitlines()[-1] and "Unrecognized options: --bogus-flag, 3" in log  # the log is left whole
+    summary = result.stderr.split("; it ends with:\n")[1].splitlines()
+    assert summary == ["    Unrecognized options: --bogus-flag, 3"], result.stderr
+
+
+def test_log_excerpt_skips_decoration():
+    value_error = """╭─ Value error ─────────────────────────────╮
+│ Error parsing --learning-rate: bad 'abc'  │
+│ ───────────────────────────────────────── │
+│ Argument helptext:                        │
+│     --learning-rate FLOAT                 │
+│ ───────────────────────────────────────── │
+│ For full helptext, see cleanrl/ppo.py --help │
+╰───────────────────────────────────────────╯
+"""
+    assert log_excerpt("loading\n" + value_error) == ["Value error", "Error parsing --learning-rate: bad 'abc'"]
+    unrecognized = "╭─ Unrecognized options ─╮\n│ Unrecognized options: --x │\n│ ──── │\n│ Perhaps you meant: │\n╰──────╯\n"
+    assert log_excerpt(unrecognized) == ["Unrecognized options: --x"]  # not its title again
+    traceback = "step 1\nTraceback (most recent call last):\n  File 'x.py', line 1\nValueError: nan loss\n\n\n"
+    assert log_excerpt(traceback) == ["Traceback (most recent call last):", "  File 'x.py', line 1", "ValueError: nan loss"]
+    rich_traceback = "╭─ Traceback ─╮\n│ x = 1 / 0 │\n╰─────────────╯\nZeroDivisionError: division by zero\n"
+    assert log_excerpt(rich_traceback) == ["Traceback", "x = 1 / 0", "ZeroDivisionError: division by zero"]
+    assert log_excerpt("a\nb\nc\nd\n──────\n   \n") == ["b", "c", "d"]
+    assert log_excerpt("") == [] and log_excerpt("\n ─── \n") == []
+
+
+def test_a_failed_run_with_an_empty_log(tmp_path):
+    command = shlex.join([sys.executable, "-c", "raise SystemExit(4)"])
+    result = runner("--env-ids", "A-v0", "--command", command, "--num-seeds", 1, "--workers", 1, cwd=tmp_path)
+    assert result.returncode == 1
+    assert result.stderr.splitlines()[-1] == "  A-v0 seed 1: exit 4, log benchmark_logs/A-v0__1.log (empty)"
