@@ -1,11 +1,17 @@
 """cleanrl_utils.benchmark: every env x seed in a pool, logs per run, failures summarised with their exit
 codes, commands split with shell-word rules and run without a shell, --workers 0, --auto-tag."""
 
+import os
 import shlex
+import signal
 import subprocess
 import sys
+import time
+from pathlib import Path
 
-from cleanrl_utils.benchmark import log_excerpt, plan_runs
+import pytest
+
+from cleanrl_utils.benchmark import STOP_GRACE, log_excerpt, plan_runs
 from conftest import REPO, check_ok, script_env
 
 # a stand-in for a training script: prints its arguments and WANDB_TAGS, fails on the env "Fail-v0"
@@ -19,6 +25,34 @@ def runner(*args, cwd):
     command = [sys.executable, "-m", "cleanrl_utils.benchmark", *map(str, args)]
     env = script_env() | {"PYTHONPATH": str(REPO)}
     return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+
+
+# a stand-in for a long training: starts a child of its own, writes both pids, sleeps; "Quick-v0" ends at once,
+# "Stubborn-v0" (and so its child) ignores SIGTERM
+SLEEPER = """import os, signal, subprocess, sys, time
+if "Quick-v0" in sys.argv:
+    sys.exit(0)
+if "Stubborn-v0" in sys.argv:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+print("pids", os.getpid(), child.pid, flush=True)
+time.sleep(60)
+"""
+
+
+def alive(pid):
+    """Whether process `pid` exists and is not a zombie (an orphan may wait a moment for its reaper)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    except OSError:  # no /proc
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        return True
+    return state != "Z"
 
 
 def test_plan_is_seed_major_with_env_and_seed_appended():
@@ -174,3 +208,43 @@ def test_a_failed_run_with_an_empty_log(tmp_path):
     result = runner("--env-ids", "A-v0", "--command", command, "--num-seeds", 1, "--workers", 1, cwd=tmp_path)
     assert result.returncode == 1
     assert result.stderr.splitlines()[-1] == "  A-v0 seed 1: exit 4, log benchmark_logs/A-v0__1.log (empty)"
+
+
+@pytest.mark.parametrize("signum, stubborn", [(signal.SIGINT, False), (signal.SIGTERM, True)])
+def test_a_signal_stops_every_run_and_its_children(tmp_path, signum, stubborn):
+    (tmp_path / "sleeper.py").write_text(SLEEPER)
+    command = shlex.join([sys.executable, "sleeper.py"])
+    second = "Stubborn-v0" if stubborn else "B-v0"
+    args = ["--env-ids", "Quick-v0", "A-v0", second, "Later-v0", "--command", command, "--num-seeds", "1"]
+    argv = [sys.executable, "-m", "cleanrl_utils.benchmark", *args, "--workers", "2", "--no-auto-tag"]
+    env = script_env() | {"PYTHONPATH": str(REPO)}
+    process = subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    logs = [tmp_path / "benchmark_logs" / name for name in ["A-v0__1.log", f"{second}__1.log"]]
+    deadline = time.monotonic() + 120
+    try:
+        while not all(log.exists() and "pids" in log.read_text() for log in logs):
+            assert time.monotonic() < deadline and process.poll() is None, "the runs did not start"
+            time.sleep(0.2)
+        pids = [int(pid) for log in logs for pid in log.read_text().split()[1:3]]
+        assert all(alive(pid) for pid in pids)
+        stopping = time.monotonic()
+        process.send_signal(signum)
+        stdout, stderr = process.communicate(timeout=60)
+        took = time.monotonic() - stopping
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 128 + signum, stderr
+    assert "Traceback" not in stderr and "Traceback" not in stdout
+    assert stderr.splitlines() == [
+        f"benchmark: stopped by {signal.Signals(signum).name}: 1 of 4 runs finished (0 failed), 2 stopped, 1 not started",
+        "  stopped: A-v0 seed 1, log benchmark_logs/A-v0__1.log",
+        f"  stopped: {second} seed 1, log benchmark_logs/{second}__1.log",
+    ]
+    assert "Quick-v0 seed 1: ok" in stdout and not (tmp_path / "benchmark_logs" / "Later-v0__1.log").exists()
+    # the runs and the processes they started are gone (Stubborn-v0's two after the grace period, by SIGKILL)
+    deadline = time.monotonic() + 10
+    while any(alive(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not [pid for pid in pids if alive(pid)]
+    assert took >= STOP_GRACE if stubborn else took < STOP_GRACE  # no waiting when SIGTERM ends the runs
