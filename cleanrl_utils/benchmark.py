@@ -4,7 +4,8 @@
         --command "python cleanrl/ppo.py --no-cuda" --num-seeds 3 --start-seed 1 --workers 2
 
 Each run is the command split with shell-word rules (`shlex.split`) plus `--env-id ENV --seed SEED`,
-started without a shell, its stdout and stderr in `{log_dir}/{env}__{seed}.log`. Runs go seed by seed,
+started without a shell, its stdout and stderr in `{log_dir}/{env}__{seed}.log` (`log_file_name`: a `/` in
+the env id becomes `-`, so `ALE/Breakout-v5` seed 1 writes `ALE-Breakout-v5__1.log`). Runs go seed by seed,
 every env within a seed, as CleanRL's runner orders them. A run that fails does not stop the others;
 at the end a summary names each failed run with its exit code, its log and the last lines of the log
 that say what went wrong (`log_excerpt`: box-drawing decoration skipped, a final tyro error box reduced to
@@ -547,7 +548,10 @@ def main_slurm(args: Args, runs: list[Run], env: dict[str, str]) -> None:
     except RuntimeError as e:
         print(f"benchmark: {e}", file=sys.stderr)
         sys.exit(1)
-    print(f"submitted Slurm job array {job_id}: {len(runs)} runs, {args.workers} at a time, {cpus} CPU(s) each", flush=True)
+    print(
+        f"submitted Slurm job array {job_id}: {plural(len(runs), 'run')}, {args.workers} at a time, {cpus} CPU(s) each",
+        flush=True,
+    )
     print(f"script {script_path}; logs in {args.log_dir}/ ({{env}}__{{seed}}.log, slurm-{job_id}_{{index}}.out)")
     for index, run in enumerate(runs):
         print(f"  array task {index}: {run.env_id} seed {run.seed}")

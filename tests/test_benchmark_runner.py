@@ -59,7 +59,7 @@ def test_plan_is_seed_major_with_env_and_seed_appended():
     runs = plan_runs("python train.py --note 'two words' --x=\"a b\"", ["A-v0", "ALE/B-v5"], range(1, 3), "logs")
     assert [(r.env_id, r.seed) for r in runs] == [("A-v0", 1), ("ALE/B-v5", 1), ("A-v0", 2), ("ALE/B-v5", 2)]
     assert runs[1].argv == ("python", "train.py", "--note", "two words", "--x=a b", "--env-id", "ALE/B-v5", "--seed", "1")
-    assert runs[1].log_path == "logs/ALE-B-v5__1.log"
+    assert runs[1].log_path == "logs/ALE-B-v5__1.log"  # a / in the env id is written -
 
 
 def test_failures_do_not_stop_the_others_and_are_summarised(tmp_path):
@@ -83,6 +83,7 @@ def test_progress_names_the_running_runs_while_none_ends(tmp_path):
     result = runner("--env-ids", "A-v0", *flags, cwd=tmp_path)
     check_ok(result)
     assert "s] running: A-v0 seed 1" in result.stdout and "[1/1," in result.stdout
+    assert result.stdout.startswith("1 run, 1 at a time;") and result.stdout.endswith("\n1 run finished\n")
 
 
 def test_no_shell_is_involved(tmp_path):
@@ -207,7 +208,10 @@ def test_a_failed_run_with_an_empty_log(tmp_path):
     command = shlex.join([sys.executable, "-c", "raise SystemExit(4)"])
     result = runner("--env-ids", "A-v0", "--command", command, "--num-seeds", 1, "--workers", 1, cwd=tmp_path)
     assert result.returncode == 1
-    assert result.stderr.splitlines()[-1] == "  A-v0 seed 1: exit 4, log benchmark_logs/A-v0__1.log (empty)"
+    assert result.stderr.splitlines() == [
+        "1 of 1 run failed:",
+        "  A-v0 seed 1: exit 4, log benchmark_logs/A-v0__1.log (empty)",
+    ]
 
 
 @pytest.mark.parametrize("signum, stubborn", [(signal.SIGINT, False), (signal.SIGTERM, True)])

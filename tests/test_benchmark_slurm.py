@@ -141,6 +141,9 @@ def test_submits_with_sbatch_and_keeps_the_script(tmp_path):
     script = (work / "benchmark_logs" / "slurm_job.sh").read_text()
     assert "#SBATCH --array=0-1%2" in script and "#SBATCH --cpus-per-task=2" in script
     assert (bin_dir / "args").read_text() == "--parsable benchmark_logs/slurm_job.sh\n"
+    result = runner("--env-ids", "A-v0", "--command", "python x.py", *flags, cwd=work, env=env)
+    check_ok(result)
+    assert result.stdout.startswith("submitted Slurm job array 4242: 1 run, 2 at a time, 2 CPU(s) each\n")
 
 
 def test_a_failed_sbatch_exits_1_with_its_error(tmp_path):
