@@ -4,11 +4,18 @@
         --command "python cleanrl/ppo.py --no-cuda" --num-seeds 3 --start-seed 1 --workers 2
 
 Each run is the command split with shell-word rules (`shlex.split`) plus `--env-id ENV --seed SEED`,
-started without a shell, its stdout and stderr in `{log_dir}/{env}__{seed}.log`. Runs go seed by seed,
+started without a shell, its stdout and stderr in `{log_dir}/{env}__{seed}.log` (`log_file_name`: a `/` in
+the env id becomes `-`, so `ALE/Breakout-v5` seed 1 writes `ALE-Breakout-v5__1.log`). Runs go seed by seed,
 every env within a seed, as CleanRL's runner orders them. A run that fails does not stop the others;
-at the end a summary names each failed run with its exit code, its log and the log's last lines, and
-the runner exits 1 if any failed. `--workers 0` prints the commands and runs nothing. `--auto-tag` passes `WANDB_TAGS` (the
-output of `git describe --tags --always --dirty` in the current folder, no network) to the runs.
+at the end a summary names each failed run with its exit code, its log and the last lines of the log
+that say what went wrong (`log_excerpt`: box-drawing decoration skipped, a final tyro error box reduced to
+its message), and the runner exits 1 if any failed. Each run starts in a session of its own, stdin from
+/dev/null. On SIGINT, SIGTERM or SIGHUP the runner starts no more runs, stops the running ones and what
+they started (SIGTERM to each one's process group, SIGKILL after `STOP_GRACE` seconds to what is left),
+prints what finished and what was stopped, with the logs, and exits 128 + the signal (130, 143, 129).
+`--workers 0` prints the commands and runs nothing.
+`--auto-tag` passes `WANDB_TAGS` (the output of `git describe --tags --always --dirty` in the current
+folder, no network) to the runs.
 
 Slurm: `--slurm-template-path benchmark/slurm_template.sh` renders that job-array template and submits it
 with `sbatch --parsable` (from the current folder, which is where the runs work; `sbatch` passes the
@@ -45,10 +52,12 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
+import tempfile
+import threading
 import time
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -94,6 +103,12 @@ class Run:
     log_path: str
 
 
+def log_file_name(env_id: str, seed: int) -> str:
+    """The name of a run's log file: `{env_id}__{seed}.log`, a `/` in the env id written `-`
+    (`ALE/Breakout-v5` seed 1 → `ALE-Breakout-v5__1.log`)."""
+    return f"{env_id.replace('/', '-')}__{seed}.log"
+
+
 def plan_runs(command: str, env_ids: list[str], seeds: range, log_dir: str) -> list[Run]:
     """Every env × seed run of `command`, seed-major. Raises ValueError if `command` does not split
     into words (e.g. an unclosed quote) or is empty."""
@@ -103,7 +118,7 @@ def plan_runs(command: str, env_ids: list[str], seeds: range, log_dir: str) -> l
     runs = []
     for seed in seeds:
         for env_id in env_ids:
-            log_path = os.path.join(log_dir, f"{env_id.replace('/', '-')}__{seed}.log")
+            log_path = os.path.join(log_dir, log_file_name(env_id, seed))
             runs.append(Run(env_id, seed, (*words, "--env-id", env_id, "--seed", str(seed)), log_path))
     return runs
 
@@ -122,51 +137,173 @@ def git_tag(cwd: str = ".") -> Optional[str]:
     return result.stdout.strip() or None
 
 
-def run_one(run: Run, env: dict[str, str], running: set[Run]) -> int:
-    """Executes one run with its output in its log file, listed in `running` meanwhile; returns the exit
-    code (127 when the program cannot be started)."""
-    running.add(run)
+def start_run(run: Run, env: dict[str, str]) -> Optional[subprocess.Popen]:
+    """Starts one run with its output in its log file and no stdin, as the leader of a new session (so that
+    stopping it can reach the processes it starts, and a terminal's Ctrl-C reaches only the runner, which
+    stops the runs itself). Returns None when the program cannot be started, after writing why to the log."""
+    with open(run.log_path, "w") as log:
+        try:
+            return subprocess.Popen(
+                run.argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
+            )
+        except OSError as e:
+            log.write(f"cannot start {run.argv[0]!r}: {e}\n")
+            return None
+
+
+def _signal_group(process: subprocess.Popen, signum: int) -> None:
+    """Sends `signum` to the process group that `process` leads, if any of it is left."""
     try:
-        with open(run.log_path, "w") as log:
-            try:
-                process = subprocess.Popen(run.argv, stdout=log, stderr=subprocess.STDOUT, env=env)
-            except OSError as e:
-                log.write(f"cannot start {run.argv[0]!r}: {e}\n")
-                return 127
-            try:
-                return process.wait()
-            except BaseException:  # the runner is stopping (Ctrl-C): do not leave the run behind
-                process.terminate()
-                process.wait()
-                raise
+        os.killpg(process.pid, signum)
+    except (ProcessLookupError, PermissionError):  # gone (PermissionError: a zombie leader on some systems)
+        pass
+
+
+def stop_processes(processes: list[subprocess.Popen], grace: float) -> None:
+    """Stops `processes` and everything they started: SIGTERM to each one's process group, then, once all
+    have ended or after `grace` seconds, SIGKILL to the groups, for what is left of them; waits for the
+    processes."""
+    for process in processes:
+        _signal_group(process, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while any(p.poll() is None for p in processes) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    for process in processes:
+        _signal_group(process, signal.SIGKILL)
+    for process in processes:
+        process.wait()
+
+
+BOX_DRAWING = "".join(map(chr, range(0x2500, 0x2580)))  # ─ │ ╭ ╮ ╰ ╯ ... (rich's panels, tyro's error boxes)
+
+
+def _unboxed(line: str) -> str:
+    """`line` without trailing spaces and, when it starts or ends with box drawing, without the borders and
+    spaces at its ends (empty for a border or a rule)."""
+    line = line.rstrip()
+    if line.lstrip()[:1] in BOX_DRAWING or line[-1:] in BOX_DRAWING:  # "" is in every string
+        return line.strip(BOX_DRAWING + " \t\f\v")
+    return line
+
+
+def log_excerpt(text: str, count: int = 3) -> list[str]:
+    """At most `count` lines of a failed run's log that say what went wrong, for the summary: its last lines
+    that hold more than box-drawing characters and spaces, those borders stripped. When the log ends with
+    a box (tyro's argument errors: a titled box whose message comes first, then a rule, suggestions and
+    a `--help` hint) the box's title and message instead, its lines before the first rule inside it."""
+    lines = text.splitlines()
+    while lines and not lines[-1].strip():
+        lines.pop()
+    tops = [i for i, line in enumerate(lines) if line.lstrip().startswith("╭")]
+    if lines and lines[-1].lstrip().startswith("╰") and tops:
+        message = []
+        for line in lines[tops[-1] : -1]:
+            inner = _unboxed(line)
+            if inner:
+                message.append(inner)
+            elif message:  # the rule after the message
+                break
+        if len(message) > 1 and message[1].startswith(message[0]):  # "Unrecognized options: --x" under its title
+            message = message[1:]
+        if message:
+            return message[:count]
+    return [inner for inner in map(_unboxed, lines) if inner][-count:]
+
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+STOP_GRACE = 5.0
+"""seconds that the runs get to end after SIGTERM when the runner is stopped, before SIGKILL"""
+
+
+def plural(count: int, noun: str) -> str:
+    """`1 run`, `2 runs`."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+@dataclass
+class PoolResult:
+    """How a pool of runs ended: the exit code of each run that ended (negative: killed by that signal), in
+    the order they ended; the runs stopped because the runner received `signal`, in the planned order (both
+    empty or None when every run ended on its own); how many runs were not started."""
+
+    returncodes: dict[Run, int]
+    stopped: list[Run] = field(default_factory=list)
+    signal: Optional[int] = None
+    not_started: int = 0
+
+    def failed(self, runs: list[Run]) -> list[tuple[Run, int]]:
+        """(run, exit code) of every run that ended and failed, in the order of `runs`."""
+        return [(run, self.returncodes[run]) for run in runs if self.returncodes.get(run, 0) != 0]
+
+
+def run_pool(
+    runs: list[Run],
+    workers: int,
+    env: dict[str, str],
+    progress_interval: float = 60.0,
+    out=sys.stdout,
+    grace: float = STOP_GRACE,
+    poll_interval: float = 0.1,
+) -> PoolResult:
+    """Runs `runs` at most `workers` at a time, in their order. Prints a line as each ends, and every
+    `progress_interval` seconds without one, which runs are going. On SIGINT, SIGTERM or SIGHUP (those not
+    ignored when it starts; caught only in the main thread) it starts no more runs and stops the running
+    ones with `stop_processes`, and returns."""
+    returncodes: dict[Run, int] = {}
+    running: dict[Run, subprocess.Popen] = {}
+    received: list[int] = []
+    start = last_line = time.monotonic()
+
+    def ended(run: Run, returncode: int) -> None:
+        nonlocal last_line
+        returncodes[run] = returncode
+        last_line = time.monotonic()
+        state = "ok" if returncode == 0 else f"FAILED (exit {returncode})"
+        print(
+            f"[{len(returncodes)}/{len(runs)}, {last_line - start:.0f} s] {run.env_id} seed {run.seed}: {state}",
+            file=out,
+            flush=True,
+        )
+
+    def reap() -> None:
+        for run, process in list(running.items()):
+            returncode = process.poll()
+            if returncode is not None:
+                del running[run]
+                ended(run, returncode)
+
+    previous = {}
+    if threading.current_thread() is threading.main_thread():
+        for signum in STOP_SIGNALS:
+            if signal.getsignal(signum) is not signal.SIG_IGN:  # e.g. SIGHUP under nohup stays ignored
+                previous[signum] = signal.signal(signum, lambda signum, frame: received.append(signum))
+    try:
+        next_run = 0
+        while not received and (next_run < len(runs) or running):
+            reap()
+            while not received and next_run < len(runs) and len(running) < workers:
+                run = runs[next_run]
+                next_run += 1
+                process = start_run(run, env)
+                if process is None:
+                    ended(run, 127)
+                else:
+                    running[run] = process
+            if time.monotonic() - last_line >= progress_interval:
+                last_line = time.monotonic()
+                going = ", ".join(f"{r.env_id} seed {r.seed}" for r in running)
+                print(f"[{len(returncodes)}/{len(runs)}, {last_line - start:.0f} s] running: {going}", file=out, flush=True)
+            if running:
+                time.sleep(poll_interval)
+        if not received:
+            return PoolResult(returncodes)
+        reap()  # the runs that ended by themselves meanwhile
+        stopped = list(running)
+        stop_processes(list(running.values()), grace)
+        return PoolResult(returncodes, stopped, received[0], len(runs) - next_run)
     finally:
-        running.discard(run)
-
-
-def run_pool(runs: list[Run], workers: int, env: dict[str, str], progress_interval: float = 60.0, out=sys.stdout):
-    """Runs `runs` at most `workers` at a time. Prints a line as each ends, and every `progress_interval`
-    seconds without one, which runs are going. Returns (run, exit code) for every run that failed, in
-    the order they were planned."""
-    failed: dict[Run, int] = {}
-    running: set[Run] = set()
-    start = time.time()
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        futures = {pool.submit(run_one, run, env, running): run for run in runs}
-        pending, done = set(futures), 0
-        while pending:
-            finished, pending = wait(pending, timeout=progress_interval, return_when=FIRST_COMPLETED)
-            elapsed = time.time() - start
-            for future in finished:
-                run, returncode = futures[future], future.result()
-                done += 1
-                if returncode != 0:
-                    failed[run] = returncode
-                state = "ok" if returncode == 0 else f"FAILED (exit {returncode})"
-                print(f"[{done}/{len(runs)}, {elapsed:.0f} s] {run.env_id} seed {run.seed}: {state}", file=out, flush=True)
-            if not finished:
-                going = ", ".join(f"{r.env_id} seed {r.seed}" for r in runs if r in running)
-                print(f"[{done}/{len(runs)}, {elapsed:.0f} s] running: {going}", file=out, flush=True)
-    return [(run, failed[run]) for run in runs if run in failed]
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 PLACEHOLDER = re.compile(r"\{\{(\w*)\}\}")
@@ -264,10 +401,45 @@ def submit_slurm(script: str, script_path: str, env: dict[str, str]) -> str:
     return job_id
 
 
-def validation_error(args: Args) -> Optional[str]:
-    """The first problem with the command-line values as one line, or None."""
-    if not args.env_ids:
+def env_ids_error(env_ids: list[str]) -> Optional[str]:
+    """The first problem with the env ids as one line, or None: none given, an empty one, or two whose runs
+    would write the same log file (the same id twice, or ids that differ only in `/` against `-`)."""
+    if not env_ids:
         return "--env-ids must name at least one environment"
+    seen: dict[str, str] = {}
+    for env_id in env_ids:
+        if not env_id.strip():
+            return f"--env-ids: an env id is empty ({env_id!r})"
+        name = log_file_name(env_id, 0)
+        if name in seen:
+            if seen[name] == env_id:
+                return f"--env-ids names {env_id!r} twice (its runs would share one log file)"
+            return f"--env-ids {seen[name]!r} and {env_id!r} would share log files ({name.replace('__0.log', '__{seed}.log')})"
+        seen[name] = env_id
+    return None
+
+
+def log_dir_error(log_dir: str) -> Optional[str]:
+    """Creates `log_dir` (and its parents) and writes a scratch file in it; what went wrong as one line, or
+    None when the runs can write their logs there."""
+    if os.path.exists(log_dir) and not os.path.isdir(log_dir):
+        return f"--log-dir {log_dir!r} is a file, not a folder"
+    try:
+        os.makedirs(log_dir, exist_ok=True)
+        with tempfile.TemporaryFile(dir=log_dir):
+            pass
+    except OSError as e:
+        return f"--log-dir {log_dir!r}: cannot create it or write in it ({e.strerror or e})"
+    return None
+
+
+def validation_error(args: Args) -> Optional[str]:
+    """The first problem with the command-line values as one line, or None. When the runs will write logs
+    (`--workers` above 0), the last check creates the log dir, so that one that cannot be made or written
+    is refused before anything runs."""
+    error = env_ids_error(args.env_ids)
+    if error is not None:
+        return error
     if args.num_seeds < 1:
         return f"--num-seeds must be at least 1, got {args.num_seeds}"
     if not args.progress_interval > 0:
@@ -291,7 +463,7 @@ def validation_error(args: Args) -> Optional[str]:
     if args.slurm_template_path is None:
         if args.workers > 0 and shutil.which(words[0]) is None:
             return f"--command: cannot find the program {words[0]!r}"
-        return None
+        return log_dir_error(args.log_dir) if args.workers > 0 else None
     path = args.slurm_template_path
     try:
         with open(path) as f:
@@ -310,7 +482,7 @@ def validation_error(args: Args) -> Optional[str]:
         return str(e)
     if args.workers > 0 and shutil.which("sbatch") is None:
         return "--slurm-template-path: cannot find sbatch on PATH (--workers 0 prints the script instead)"
-    return None
+    return log_dir_error(args.log_dir) if args.workers > 0 else None
 
 
 def main(args: Args) -> None:
@@ -332,18 +504,29 @@ def main(args: Args) -> None:
         for run in runs:
             print(shlex.join(run.argv))
         return
-    os.makedirs(args.log_dir, exist_ok=True)
-    print(f"{len(runs)} runs, {args.workers} at a time; logs in {args.log_dir}/", flush=True)
-    failed = run_pool(runs, args.workers, env, args.progress_interval)
+    print(f"{plural(len(runs), 'run')}, {args.workers} at a time; logs in {args.log_dir}/", flush=True)
+    result = run_pool(runs, args.workers, env, args.progress_interval)
+    failed = result.failed(runs)
     if failed:
-        print(f"{len(failed)} of {len(runs)} runs failed:", file=sys.stderr)
+        print(f"{len(failed)} of {plural(len(runs), 'run')} failed:", file=sys.stderr)
         for run, returncode in failed:
-            print(f"  {run.env_id} seed {run.seed}: exit {returncode}, log {run.log_path}; it ends with:", file=sys.stderr)
             with open(run.log_path, errors="replace") as log:
-                for line in log.read().splitlines()[-3:]:
-                    print(f"    {line}", file=sys.stderr)
+                excerpt = log_excerpt(log.read())
+            end = "; it ends with:" if excerpt else " (empty)"
+            print(f"  {run.env_id} seed {run.seed}: exit {returncode}, log {run.log_path}{end}", file=sys.stderr)
+            for line in excerpt:
+                print(f"    {line}", file=sys.stderr)
+    if result.signal is not None:
+        name = signal.Signals(result.signal).name
+        parts = [f"{len(result.returncodes)} of {plural(len(runs), 'run')} finished ({len(failed)} failed)"]
+        parts += [f"{len(result.stopped)} stopped", f"{result.not_started} not started"]
+        print(f"benchmark: stopped by {name}: {', '.join(parts)}", file=sys.stderr)
+        for run in result.stopped:
+            print(f"  stopped: {run.env_id} seed {run.seed}, log {run.log_path}", file=sys.stderr)
+        sys.exit(128 + result.signal)
+    if failed:
         sys.exit(1)
-    print(f"all {len(runs)} runs finished")
+    print("1 run finished" if len(runs) == 1 else f"all {len(runs)} runs finished")
 
 
 def main_slurm(args: Args, runs: list[Run], env: dict[str, str]) -> None:
@@ -359,14 +542,16 @@ def main_slurm(args: Args, runs: list[Run], env: dict[str, str]) -> None:
     if args.workers == 0:
         print(script, end="")
         return
-    os.makedirs(args.log_dir, exist_ok=True)
     script_path = os.path.join(args.log_dir, "slurm_job.sh")
     try:
         job_id = submit_slurm(script, script_path, env)
     except RuntimeError as e:
         print(f"benchmark: {e}", file=sys.stderr)
         sys.exit(1)
-    print(f"submitted Slurm job array {job_id}: {len(runs)} runs, {args.workers} at a time, {cpus} CPU(s) each", flush=True)
+    print(
+        f"submitted Slurm job array {job_id}: {plural(len(runs), 'run')}, {args.workers} at a time, {cpus} CPU(s) each",
+        flush=True,
+    )
     print(f"script {script_path}; logs in {args.log_dir}/ ({{env}}__{{seed}}.log, slurm-{job_id}_{{index}}.out)")
     for index, run in enumerate(runs):
         print(f"  array task {index}: {run.env_id} seed {run.seed}")

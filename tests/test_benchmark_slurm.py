@@ -141,6 +141,9 @@ def test_submits_with_sbatch_and_keeps_the_script(tmp_path):
     script = (work / "benchmark_logs" / "slurm_job.sh").read_text()
     assert "#SBATCH --array=0-1%2" in script and "#SBATCH --cpus-per-task=2" in script
     assert (bin_dir / "args").read_text() == "--parsable benchmark_logs/slurm_job.sh\n"
+    result = runner("--env-ids", "A-v0", "--command", "python x.py", *flags, cwd=work, env=env)
+    check_ok(result)
+    assert result.stdout.startswith("submitted Slurm job array 4242: 1 run, 2 at a time, 2 CPU(s) each\n")
 
 
 def test_a_failed_sbatch_exits_1_with_its_error(tmp_path):
@@ -149,6 +152,18 @@ def test_a_failed_sbatch_exits_1_with_its_error(tmp_path):
     result = runner("--env-ids", "A-v0", *flags, cwd=tmp_path, env=env)
     assert result.returncode == 1
     assert result.stderr.strip() == "benchmark: sbatch failed (exit 1): sbatch: error: Invalid partition name specified"
+
+
+def test_a_log_dir_that_cannot_be_made_is_refused_before_sbatch(tmp_path):
+    bin_dir, env = fake_sbatch(tmp_path, 'echo "4242"')
+    (tmp_path / "afile").write_text("")
+    flags = ["--slurm-template-path", TEMPLATE, "--workers", 1, "--command", "python x.py"]
+    for log_dir, message in [("afile", "is a file, not a folder"), ("afile/logs", "cannot create it or write in it")]:
+        result = runner("--env-ids", "A-v0", *flags, "--log-dir", log_dir, cwd=tmp_path, env=env)
+        assert result.returncode == 2, result.stderr
+        assert result.stderr.startswith(f"benchmark: --log-dir {log_dir!r}") and message in result.stderr
+        assert len(result.stderr.strip().splitlines()) == 1
+    assert not (bin_dir / "args").exists()  # sbatch was not called
 
 
 def test_bad_slurm_input_exits_2_with_one_line(tmp_path):
