@@ -38,11 +38,15 @@ fi
 # one command string, each word quoted for the runner's shell-word split (no shell runs it)
 command=$(printf '%q ' "$python" "$repo/cleanrl/$script" --total-timesteps "$steps" --no-cuda "$@")
 read -r -a env_list <<< "$envs"
-if ! OMP_NUM_THREADS=1 PYTHONPATH="$repo${PYTHONPATH:+:$PYTHONPATH}" "$python" -m cleanrl_utils.benchmark \
+status=0
+OMP_NUM_THREADS=1 PYTHONPATH="$repo${PYTHONPATH:+:$PYTHONPATH}" "$python" -m cleanrl_utils.benchmark \
   --env-ids "${env_list[@]}" --command "$command" --start-seed "$start_seed" --num-seeds "$num_seeds" \
-  --workers "$workers" --log-dir "$out/logs"; then
-  echo "$name: a run failed; no table written" >&2
-  exit 1
+  --workers "$workers" --log-dir "$out/logs" || status=$?
+if [ "$status" -ne 0 ]; then
+  case $status in
+    129|130|143) echo "$name: stopped before the runs finished; no table written" >&2; exit "$status" ;;
+    *) echo "$name: a run failed; no table written" >&2; exit 1 ;;
+  esac
 fi
 
 reference=()
