@@ -1,11 +1,17 @@
 """The Hugging Face round trip of every script that saves a model: `--save-model --upload-model` pushes the
 run to a Hub, and `cleanrl_utils.enjoy --hf-repository` downloads and evaluates it. The Hub is a local
 stand-in (tests/hub_standin.py) reached through the real huggingface_hub client via HF_ENDPOINT. The retry,
-exit-1 and refusal paths, written the same in every script, are tested on ppo.py."""
+exit-1 and refusal paths, written the same in every script, are tested on ppo.py.
 
+In CI the whole round trip (train, upload, enjoy) runs for one script per family (FAMILY); every script's
+own copy of `push_to_hub` and `model_card` is called directly against the stand-in (seconds each), and
+its `__main__` is checked to upload last. `pytest -m hub_all` runs the whole round trip for the others."""
+
+import json
 import socket
 import subprocess
 import sys
+import textwrap
 
 import numpy as np
 import pytest
@@ -21,6 +27,7 @@ UPLOAD = [*TINY["ppo.py"], "--save-model", "--upload-model"]
 REPO_ID = "standin-user/CartPole-v1-ppo-seed1"  # the token's user (whoami), CleanRL's repository name
 PUSHERS = sorted(p.name for p in SCRIPTS.glob("*.py") if "\ndef push_to_hub(" in p.read_text())
 QDAGGER = "qdagger_dqn_atari_impalacnn.py"
+FAMILY = ["ppo.py", "dqn.py", "sac_continuous_action.py", "ppo_atari.py"]  # round trip in CI
 # the name the model card gives each script's algorithm (its model-index name and title)
 ALGORITHM = {
     "ppo.py": "PPO",
@@ -76,7 +83,7 @@ def test_every_script_that_evaluates_a_saved_model_can_push_it():
     assert set(ALGORITHM) == set(PUSHERS)
 
 
-@pytest.mark.parametrize("script", PUSHERS)
+@pytest.mark.parametrize("script", [s if s in FAMILY else pytest.param(s, marks=pytest.mark.hub_all) for s in PUSHERS])
 def test_upload_pushes_the_run_and_enjoy_evaluates_it_from_the_hub(script, hub, workdir, tmp_path, request):
     exp_name = script[: -len(".py")]
     env = hub_env(hub.endpoint, tmp_path / "hf_home")
@@ -121,6 +128,68 @@ def test_upload_pushes_the_run_and_enjoy_evaluates_it_from_the_hub(script, hub, 
     check_ok(result)
     assert f"{exp_name} on {env_id}: " in result.stdout and "over 1 episode" in result.stdout
     assert ("GET", f"/{repo_id}/resolve/main/{checkpoint_name}") in hub.requests
+
+
+# Calls the script's own push_to_hub on a made-up run: its default Args, a checkpoint, an events file and
+# two evaluation videos of known bytes; prints the repository url and the card.
+DIRECT_PUSH = textwrap.dedent(
+    """
+    import importlib.util, json, os, sys
+    path, run_name = sys.argv[1], sys.argv[2]
+    spec = importlib.util.spec_from_file_location("script", path)
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    args = script.Args()
+    url = script.push_to_hub(args, run_name, [1.0, 2.0, 4.0])
+    print(json.dumps({"url": url, "exp_name": args.exp_name, "env_id": args.env_id, "args": vars(args)}))
+    """
+)
+
+
+@pytest.mark.parametrize("script", PUSHERS)
+def test_each_scripts_own_push_to_hub_pushes_a_run(script, hub, workdir, tmp_path):
+    exp_name = script[: -len(".py")]
+    run_name = f"Env__{exp_name}__1__100"
+    run_dir = workdir / "runs" / run_name
+    run_dir.mkdir(parents=True)
+    (run_dir / f"{exp_name}.cleanrl_model").write_bytes(b"checkpoint bytes")
+    (run_dir / "events.out.tfevents.100.host").write_bytes(b"event bytes")
+    videos = workdir / "videos" / f"{run_name}-eval"
+    videos.mkdir(parents=True)
+    (videos / "rl-video-episode-1.mp4").write_bytes(b"episode 1")
+    (videos / "rl-video-episode-8.mp4").write_bytes(b"episode 8")  # the last recorded one, by number
+    env = hub_env(hub.endpoint, tmp_path / "hf_home") | {"PYTHONPATH": str(REPO)}
+    command = [sys.executable, "-c", DIRECT_PUSH, str(SCRIPTS / script), run_name]
+    result = subprocess.run(command, cwd=workdir, env=env, capture_output=True, text=True, timeout=300)
+    check_ok(result)
+    pushed = json.loads(result.stdout.strip().splitlines()[-1])
+    env_id = pushed["env_id"]
+    repo_id = f"standin-user/{env_id.replace('/', '-')}-{exp_name}-seed1"
+    assert pushed["url"] == f"{hub.endpoint}/{repo_id}"
+    files = hub.files(repo_id)
+    assert sorted(files) == sorted(
+        [f"{exp_name}.cleanrl_model", "README.md", "replay.mp4", script, "events.out.tfevents.100.host"]
+    )
+    assert files[f"{exp_name}.cleanrl_model"] == b"checkpoint bytes" and files["replay.mp4"] == b"episode 8"
+    assert files[script] == (SCRIPTS / script).read_bytes()
+    card = files["README.md"].decode()
+    assert card == (run_dir / "README.md").read_text()
+    algorithm = ALGORITHM[script]
+    assert f"- name: {algorithm}\n" in card and f"# {algorithm} agent playing {env_id}\n" in card
+    assert "2.33 ± 1.25" in card  # mean ± std of the returns given
+    assert all(f"| {key} | {value} |" in card for key, value in pushed["args"].items())
+    assert f"python -m cleanrl_utils.enjoy --exp-name {exp_name} --hf-repository {repo_id}" in card
+
+
+@pytest.mark.parametrize("script", PUSHERS)
+def test_each_script_uploads_last_with_its_evaluation(script):
+    """The upload comes after the writer is closed and W&B finished, with the returns of the evaluation."""
+    main = (SCRIPTS / script).read_text().split('\nif __name__ == "__main__":', 1)[1]
+    closed, finished = main.rindex("writer.close()"), main.rindex("wandb.finish()")
+    upload = main.index("repo_url = push_to_hub(args, run_name, episodic_returns)")
+    assert closed < finished < upload
+    assert main.index("episodic_returns = evaluate(") < upload
+    assert "if args.upload_model:  # last" in main
 
 
 def test_a_transient_commit_failure_is_retried(hub, workdir, tmp_path):
