@@ -38,8 +38,10 @@ seed run so far]}) and `seed_scores`.
 
 The study lives in `storage` (an SQLAlchemy URL, SQLite by default) under `study_name`: running again with
 the same two adds trials to it rather than starting over, and tuners started at once with the same two
-work as parallel workers. The settings that make trial values comparable (command, metric and window,
-target scores, aggregation, seeds, direction) are stored with the study; resuming with others is refused.
+work as parallel workers. With `--sampler-seed` (`seeded_per_trial` from Python) trial N draws with a
+sampler seeded by the seed and N: a resumed study goes on with new draws that a rerun repeats. The settings
+that make trial values comparable (command, metric and window, target scores, aggregation, seeds,
+direction) are stored with the study; resuming with others is refused.
 """
 
 from __future__ import annotations
@@ -285,7 +287,9 @@ class Tuner:
         direction: "maximize" or "minimize" the trial value.
         aggregation_type: how a seed's normalised env scores combine: "average", "median", "min" or "max".
         metric_last_n_average_window: a run's score is the mean of this many last points of `metric`.
-        sampler, pruner: Optuna objects (default: Optuna's, TPESampler and MedianPruner).
+        sampler, pruner: Optuna objects (default: Optuna's, TPESampler and MedianPruner). For repeatable draws
+            that a resumed study continues rather than repeats, seed the sampler per trial:
+            `seeded_per_trial(lambda seed: optuna.samplers.TPESampler(seed=seed), 1)`.
         storage: the study's database URL (default an SQLite file in the current folder), or None to keep it
             in memory (no resuming).
         study_name: the study's name in the storage; also names the runs (`--exp-name {study}-trial{N}`).
@@ -570,6 +574,55 @@ class Tuner:
         print(line, file=self.out, flush=True)
 
 
+def trial_seed(sampler_seed: int, number: int) -> int:
+    """The seed of trial `number`'s sampler in a study tuned with `sampler_seed` (a 32-bit int from NumPy's
+    SeedSequence of the two, so no two (seed, number) pairs share a random stream)."""
+    return int(np.random.SeedSequence([sampler_seed, number]).generate_state(1)[0])
+
+
+def seeded_per_trial(make_sampler: Callable[[int], optuna.samplers.BaseSampler], sampler_seed: int):
+    """An Optuna sampler that, for each trial, makes a fresh `make_sampler(seed)` seeded with
+    `trial_seed(sampler_seed, trial.number)` and draws the trial with it, e.g.
+    `seeded_per_trial(lambda seed: optuna.samplers.TPESampler(seed=seed), 1)`.
+
+    A sampler seeded once (`TPESampler(seed=1)`) starts its random stream over in every process, so a study
+    resumed with it repeats the draws of its first trials. Seeded per trial instead, trial N's draw depends
+    only on the seed, N and the trials before it: a resumed study goes on with new draws, 2 + 2 trials draw
+    what 4 in one go do, and two fresh studies with the same seed draw the same trials. Parallel workers on
+    one study get distinct trial numbers from the storage, hence distinct streams (not the same draws, as
+    two workers seeded alike would make); which earlier trials TPE sees at each draw then depends on timing,
+    so a parallel study is not exactly repeatable."""
+    import optuna
+
+    class SeededPerTrial(optuna.samplers.BaseSampler):
+        def __init__(self):
+            self.sampler = make_sampler(sampler_seed)  # until the first trial starts
+
+        def before_trial(self, study, trial):
+            self.sampler = make_sampler(trial_seed(sampler_seed, trial.number))
+            self.sampler.before_trial(study, trial)
+
+        def infer_relative_search_space(self, study, trial):
+            return self.sampler.infer_relative_search_space(study, trial)
+
+        def sample_relative(self, study, trial, search_space):
+            return self.sampler.sample_relative(study, trial, search_space)
+
+        def sample_independent(self, study, trial, param_name, param_distribution):
+            return self.sampler.sample_independent(study, trial, param_name, param_distribution)
+
+        def after_trial(self, study, trial, state, values):
+            self.sampler.after_trial(study, trial, state, values)
+
+        def reseed_rng(self):
+            self.sampler.reseed_rng()
+
+        def __repr__(self):
+            return f"seeded_per_trial({type(self.sampler).__name__}, {sampler_seed})"
+
+    return SeededPerTrial()
+
+
 def params_fn_from(specs: list[ParamSpec]) -> Callable[[optuna.Trial], dict[str, Any]]:
     """The params_fn that draws every spec's parameter, in order."""
     return lambda trial: {spec.name: spec.suggest(trial) for spec in specs}
@@ -602,7 +655,8 @@ class Args:
     sampler: Literal["tpe", "random"] = "tpe"
     """Optuna's sampler: TPESampler or RandomSampler"""
     sampler_seed: Optional[int] = None
-    """seed of the sampler (None: a random one)"""
+    """seed of the sampler (None: a random one); trial N draws with a seed made of this and N, so a resumed
+    study goes on with new, repeatable draws"""
     pruner: Literal["median", "none"] = "median"
     """Optuna's MedianPruner (stop a trial whose mean so far is worse than the median of earlier trials' after
     the same number of seeds), or none"""
@@ -643,6 +697,7 @@ def build_tuner(args: Args) -> Tuner:
         ("--start-seed", args.start_seed, 0),
         ("--pruner-startup-trials", args.pruner_startup_trials, 0),
         ("--max-consecutive-failures", args.max_consecutive_failures, 0),
+        ("--sampler-seed", 0 if args.sampler_seed is None else args.sampler_seed, 0),
     ]:
         if value < least:
             raise ValueError(f"{flag} must be at least {least}, got {value}")
@@ -665,10 +720,11 @@ def build_tuner(args: Args) -> Tuner:
     except ImportError:
         raise ValueError("the tuner needs Optuna: pip install optuna (or the extra: pip install -e '.[optuna]')") from None
     optuna.logging.set_verbosity(optuna.logging.WARNING)  # the tuner prints its own lines
-    if args.sampler == "tpe":
-        sampler = optuna.samplers.TPESampler(seed=args.sampler_seed)
+    kind = optuna.samplers.TPESampler if args.sampler == "tpe" else optuna.samplers.RandomSampler
+    if args.sampler_seed is None:
+        sampler = kind()
     else:
-        sampler = optuna.samplers.RandomSampler(seed=args.sampler_seed)
+        sampler = seeded_per_trial(lambda seed: kind(seed=seed), args.sampler_seed)
     if args.pruner == "median":
         pruner = optuna.pruners.MedianPruner(n_startup_trials=args.pruner_startup_trials)
     else:

@@ -23,6 +23,7 @@ from cleanrl_utils.tuner import (
     param_flags,
     parse_param,
     parse_target_scores,
+    seeded_per_trial,
     trial_exp_name,
 )
 from conftest import REPO, check_ok, script_env
@@ -186,6 +187,43 @@ def test_running_again_adds_trials_to_the_stored_study(tmp_path, monkeypatch):
     assert len(optuna.load_study(storage=storage, study_name="resume").trials) == 2
 
 
+def test_a_seeded_study_resumed_goes_on_with_new_draws_that_repeat(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+
+    def tune(study_name, num_trials):
+        flags = ["--command", fake_command(), "--target-scores", "A-v0=0,100", "--params", "x=float:0,1"]
+        flags += ["--num-seeds", "1", "--sampler-seed", "1", "--study-name", study_name, "--num-trials", str(num_trials)]
+        main(tyro.cli(Args, args=flags))
+        return [t.params["x"] for t in optuna.load_study(storage="sqlite:///tuner.db", study_name=study_name).trials]
+
+    tune("resumed", 2)
+    resumed = tune("resumed", 1)  # a seeded sampler made anew used to draw trial 0's x again here
+    assert len(set(resumed)) == 3, resumed
+    assert tune("fresh", 3) == resumed  # the same seed, the same draws, however the trials were split
+
+
+@pytest.mark.parametrize("kind", [optuna.samplers.TPESampler, optuna.samplers.RandomSampler])
+def test_a_sampler_seeded_per_trial(kind):
+    storage = optuna.storages.InMemoryStorage()
+
+    def study(name, seed=1):
+        sampler = seeded_per_trial(lambda s: kind(seed=s), seed)
+        return optuna.create_study(storage=storage, study_name=name, sampler=sampler, load_if_exists=True)
+
+    def draw(study):
+        trial = study.ask()
+        return trial, (trial.suggest_float("x", 0, 1), trial.suggest_categorical("c", list(range(100))))
+
+    # two workers started at once on one study (each asks before either tells) draw distinct trials ...
+    worker_a, worker_b = study("parallel"), study("parallel")
+    (t0, first), (t1, second) = draw(worker_a), draw(worker_b)
+    assert (t0.number, t1.number) == (0, 1) and first != second
+    # ... the ones a single worker draws
+    single = study("single")
+    assert [draw(single)[1] for _ in range(2)] == [first, second]
+    assert draw(study("other seed", seed=2))[1] != first
+
+
 def test_bad_command_lines_exit_2_with_one_line_and_create_nothing(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     base = {"--command": fake_command(), "--target-scores": ["A-v0=0,100"], "--params": ["x=float:0,1"]}
@@ -213,6 +251,7 @@ def test_bad_command_lines_exit_2_with_one_line_and_create_nothing(tmp_path, mon
         ({"--num-seeds": "0"}, "--num-seeds must be at least 1"),
         ({"--num-trials": "0"}, "--num-trials must be at least 1"),
         ({"--metric-last-n-average-window": "0"}, "--metric-last-n-average-window must be at least 1"),
+        ({"--sampler-seed": "-1"}, "--sampler-seed must be at least 0, got -1"),
         ({"--storage": "tuner.db"}, "must be a database URL such as sqlite:///tuner.db"),
         ({"--storage": "sqlite://"}, "keeps the study in memory"),
         ({"--storage": "sqlite:///no/such/folder/t.db"}, "does not exist"),
