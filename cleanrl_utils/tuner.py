@@ -245,14 +245,35 @@ def trial_exp_name(study_name: str, number: int) -> str:
 
 def storage_error(storage) -> Optional[str]:
     """What is wrong with a storage URL before anything connects to it (which would create an SQLite file),
-    or None. Non-string storages (an Optuna storage object, or None for in memory) pass."""
+    or None: not a URL, a database SQLAlchemy does not know, a driver that is not installed, an SQLite URL
+    that is not a file (`sqlite://x.db`, in memory) or whose folder is missing. Non-string storages (an
+    Optuna storage object, or None for in memory) pass."""
     if not isinstance(storage, str):
         return None
     if not re.match(r"[A-Za-z][A-Za-z0-9+.-]*://", storage):
         return f"--storage {storage!r} must be a database URL such as sqlite:///tuner.db"
-    if storage.startswith("sqlite:"):
-        path = storage[len("sqlite:///") :].split("?", 1)[0] if storage.startswith("sqlite:///") else ""
-        if path in ("", ":memory:"):
+    try:
+        from sqlalchemy.engine import make_url
+        from sqlalchemy.exc import ArgumentError, NoSuchModuleError
+    except ImportError:
+        return None  # no Optuna either, which build_tuner names
+    try:
+        url = make_url(storage)
+    except ArgumentError:
+        return f"--storage {storage!r} is not a database URL such as sqlite:///tuner.db"
+    try:
+        dialect = url.get_dialect()
+    except NoSuchModuleError:
+        return f"--storage {storage!r}: SQLAlchemy knows no database {url.drivername!r}; e.g. sqlite:///tuner.db"
+    try:
+        dialect.import_dbapi()
+    except ImportError as e:
+        return f"--storage {storage!r}: the driver of {url.drivername} is not installed ({e})"
+    if url.get_backend_name() == "sqlite":
+        path = url.database or ""
+        if url.host or url.port or url.username:
+            return f"--storage {storage!r}: an SQLite file follows three slashes, sqlite:///tuner.db (sqlite:////abs/tuner.db)"
+        if path in ("", ":memory:") or path.startswith("file::memory:"):
             return f"--storage {storage!r} keeps the study in memory, so it cannot resume; name a file: sqlite:///tuner.db"
         folder = os.path.dirname(os.path.abspath(path))
         if os.path.isdir(path):
@@ -385,8 +406,9 @@ class Tuner:
 
     def load_study(self, num_seeds: int, start_seed: int) -> optuna.Study:
         """Creates the study, or loads it (`load_if_exists`) after checking that it was tuned with the same
-        settings and direction. Raises ValueError (one line) when it cannot be resumed."""
+        settings and direction. Raises ValueError (one line) when it cannot be opened or resumed."""
         import optuna
+        import sqlalchemy.exc
 
         try:
             study = optuna.create_study(
@@ -399,6 +421,9 @@ class Tuner:
             )
         except optuna.exceptions.DuplicatedStudyError:
             raise ValueError(f"the study {self.study_name!r} already exists in {self.storage}") from None
+        except (ImportError, sqlalchemy.exc.SQLAlchemyError) as e:  # e.g. a database server that cannot be reached
+            lines = str(e).strip().splitlines() or [type(e).__name__]
+            raise ValueError(f"cannot open --storage {self.storage!r}: {lines[0]}") from None
         where = f"the study {self.study_name!r} in {self.storage}"
         if study.direction.name.lower() != self.direction:
             raise ValueError(f"{where} is to {study.direction.name.lower()}, not {self.direction}; use another study name")

@@ -255,6 +255,13 @@ def test_bad_command_lines_exit_2_with_one_line_and_create_nothing(tmp_path, mon
         ({"--storage": "tuner.db"}, "must be a database URL such as sqlite:///tuner.db"),
         ({"--storage": "sqlite://"}, "keeps the study in memory"),
         ({"--storage": "sqlite:///no/such/folder/t.db"}, "does not exist"),
+        ({"--storage": "nope://x"}, "--storage 'nope://x': SQLAlchemy knows no database 'nope'"),
+        ({"--storage": "sqlite+nope:///t.db"}, "SQLAlchemy knows no database 'sqlite+nope'"),
+        ({"--storage": "sqlite:/t.db"}, "must be a database URL such as sqlite:///tuner.db"),
+        ({"--storage": "sqlite:///:memory:"}, "keeps the study in memory"),
+        ({"--storage": "sqlite://t.db"}, "an SQLite file follows three slashes, sqlite:///tuner.db"),
+        ({"--storage": "sqlite:////"}, "names a folder"),
+        ({"--storage": "mysql+nosuchdriver://u@localhost/db"}, "SQLAlchemy knows no database 'mysql+nosuchdriver'"),
     ]
     for change, message in cases:
         flags = base | change
@@ -265,6 +272,32 @@ def test_bad_command_lines_exit_2_with_one_line_and_create_nothing(tmp_path, mon
         assert exit_info.value.code == 2, (change, lines)
         assert len(lines) == 1 and lines[0].startswith("tuner: ") and message in lines[0], (change, lines)
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("driver", ["mysql+pymysql", "mysql+mysqldb", "postgresql+psycopg2"])
+def test_a_storage_whose_driver_is_missing_exits_2(tmp_path, monkeypatch, capsys, driver):
+    monkeypatch.chdir(tmp_path)
+    flags = ["--command", fake_command(), "--target-scores", "A-v0=0,100", "--params", "x=float:0,1"]
+    module = {"mysql+pymysql": "pymysql", "mysql+mysqldb": "MySQLdb", "postgresql+psycopg2": "psycopg2"}[driver]
+    monkeypatch.setitem(sys.modules, module, None)  # not installed, whether it is here or not
+    with pytest.raises(SystemExit) as exit_info:
+        main(tyro.cli(Args, args=[*flags, "--storage", f"{driver}://u@localhost/db"]))
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert exit_info.value.code == 2 and len(lines) == 1, lines
+    assert lines[0].startswith(f"tuner: --storage '{driver}://u@localhost/db': the driver of {driver} is not installed")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_storage_that_cannot_open_exits_2(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    flags = ["--command", fake_command(), "--target-scores", "A-v0=0,100", "--params", "x=float:0,1"]
+    (tmp_path / "tuner.db").write_text("not a database")  # a URL that is fine, a file that is not
+    with pytest.raises(SystemExit) as exit_info:
+        main(tyro.cli(Args, args=flags))
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert exit_info.value.code == 2 and len(lines) == 1, lines
+    assert lines[0].startswith("tuner: cannot open --storage 'sqlite:///tuner.db': ") and "not a database" in lines[0]
+    assert [p.name for p in tmp_path.iterdir()] == ["tuner.db"]
 
 
 def test_tiny_ppo_study_on_two_envs(tmp_path):
