@@ -41,7 +41,8 @@ the same two adds trials to it rather than starting over, and tuners started at 
 work as parallel workers. With `--sampler-seed` (`seeded_per_trial` from Python) trial N draws with a
 sampler seeded by the seed and N: a resumed study goes on with new draws that a rerun repeats. The settings
 that make trial values comparable (command, metric and window, target scores, aggregation, seeds,
-direction) are stored with the study; resuming with others is refused.
+direction) are stored with the study, and so is the search space of `--params` specs ({name: spec, e.g.
+"loguniform:0.0003,0.003"}); resuming with others is refused, naming what changed, before any trial.
 """
 
 from __future__ import annotations
@@ -90,6 +91,16 @@ class ParamSpec:
     step: int = 1
     choices: tuple = ()
 
+    def distribution(self) -> optuna.distributions.BaseDistribution:
+        """The Optuna distribution `suggest` draws from."""
+        from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
+
+        if self.kind in ("float", "loguniform"):
+            return FloatDistribution(self.low, self.high, log=self.kind == "loguniform")
+        if self.kind == "int":
+            return IntDistribution(int(self.low), int(self.high), step=self.step)
+        return CategoricalDistribution(list(self.choices))
+
     def suggest(self, trial: optuna.Trial):
         """The value the trial's sampler draws for this parameter."""
         if self.kind == "float":
@@ -99,6 +110,46 @@ class ParamSpec:
         if self.kind == "int":
             return trial.suggest_int(self.name, int(self.low), int(self.high), step=self.step)
         return trial.suggest_categorical(self.name, list(self.choices))
+
+
+def describe(distribution: optuna.distributions.BaseDistribution) -> str:
+    """An Optuna distribution in the words of a `--params` spec, e.g. `loguniform:0.0003,0.003`,
+    `float:0,0.02`, `int:1,9,2`, `categorical:1,2.5,true,adam` (what Optuna has and specs lack is added:
+    `float:0,1 step 0.1`, `int:1,64 log`). The same distribution always reads the same."""
+    from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
+
+    def number(x: float) -> str:
+        text = repr(float(x))
+        return text[:-2] if text.endswith(".0") else text
+
+    def choice(value) -> str:
+        if isinstance(value, bool):
+            return str(value).lower()
+        return repr(value) if isinstance(value, float) else str(value)
+
+    if isinstance(distribution, FloatDistribution):
+        text = f"{'loguniform' if distribution.log else 'float'}:{number(distribution.low)},{number(distribution.high)}"
+        return text if distribution.step is None else f"{text} step {number(distribution.step)}"
+    if isinstance(distribution, IntDistribution):
+        text = f"int:{distribution.low},{distribution.high}" + (f",{distribution.step}" if distribution.step != 1 else "")
+        return f"{text} log" if distribution.log else text
+    if isinstance(distribution, CategoricalDistribution):
+        return "categorical:" + ",".join(choice(c) for c in distribution.choices)
+    return repr(distribution)
+
+
+def search_space_change(old: dict[str, str], new: dict[str, str], whole: bool = True) -> Optional[str]:
+    """How the search space `new` ({name: `describe` text}) differs from `old`, or None: a parameter drawn
+    from another distribution, and (`whole`: `old` is a full search space) one added or left out."""
+    for name, spec in new.items():
+        if name in old and old[name] != spec:
+            return f"{name} was {old[name]}, not {spec}"
+        if whole and name not in old:
+            return f"it had no {name} ({spec})"
+    for name, spec in old.items():
+        if whole and name not in new:
+            return f"{name} ({spec}) is left out now"
+    return None
 
 
 def parse_choice(word: str):
@@ -303,7 +354,13 @@ class Tuner:
             {env_id: None} to keep the raw score; the envs of every seed, in this order.
         params_fn: trial -> {flag name without `--`: value} for one run, e.g.
             `lambda t: {"learning-rate": t.suggest_float("learning-rate", 3e-4, 3e-3, log=True)}`; fixed
-            values may be included; bools become `--name` / `--no-name`.
+            values may be included; bools become `--name` / `--no-name`. `params_fn_from(specs)` (what the
+            command line uses) has a search space known up front, stored with the study: resuming with
+            another is refused before any trial. A plain function can only be checked as it draws: Optuna
+            refuses a parameter drawn from another kind of distribution (or other categorical choices) than
+            in the study's earlier trials, and the tuner then raises ValueError naming the parameter, with
+            that trial marked failed and its `error` user attr saying why; a changed range of the same kind
+            is not caught.
         metric: the TensorBoard scalar tag a run is scored by.
         direction: "maximize" or "minimize" the trial value.
         aggregation_type: how a seed's normalised env scores combine: "average", "median", "min" or "max".
@@ -427,19 +484,34 @@ class Tuner:
         where = f"the study {self.study_name!r} in {self.storage}"
         if study.direction.name.lower() != self.direction:
             raise ValueError(f"{where} is to {study.direction.name.lower()}, not {self.direction}; use another study name")
-        settings = self.settings(num_seeds, start_seed)
+        settings = json.loads(json.dumps(self.settings(num_seeds, start_seed)))
         stored = study.user_attrs.get("tuner")
-        if stored is None:
-            study.set_user_attr("tuner", settings)
-            return study
-        for key, value in json.loads(json.dumps(settings)).items():
-            if stored.get(key) != value:
+        for key, value in settings.items():
+            if stored is not None and stored.get(key) != value:
                 old, new = (
                     shlex.join(v) if key == "command" and isinstance(v, list) else repr(v) for v in (stored.get(key), value)
                 )
                 raise ValueError(
                     f"{where} was tuned with {key} {old}, not {new}; resume it with those, or use another study name"
                 )
+        old_space = None if stored is None else stored.get("search_space")
+        space = self.params_fn.search_space() if isinstance(self.params_fn, SpecParams) else None
+        if space is not None:
+            if old_space is None:  # a new study, or one tuned with a plain params_fn: its trials' distributions
+                seen = {name: describe(d) for t in study.get_trials(deepcopy=False) for name, d in t.distributions.items()}
+                change = search_space_change(seen, space, whole=False)
+            else:
+                change = search_space_change(old_space, space)
+            if change is not None:
+                raise ValueError(
+                    f"{where} was made with another search space: {change}; resume it with the same --params, "
+                    "or use another --study-name"
+                )
+            settings["search_space"] = space
+        elif old_space is not None:
+            settings["search_space"] = old_space  # a plain params_fn cannot be checked up front; keep it
+        if stored != settings:
+            study.set_user_attr("tuner", settings)
         return study
 
     def tune(
@@ -487,8 +559,11 @@ class Tuner:
                     self.print_summary(study, [t for t in study.trials if t.number in session])
                     raise RuntimeError(f"stopped after {failures_in_a_row} failed trials in a row; the last: {e}") from None
                 continue
-            except BaseException:  # Ctrl-C or a broken params_fn: the trial must not stay RUNNING in the storage
-                study.tell(trial, state=TrialState.FAIL)
+            except BaseException as e:  # Ctrl-C or a broken params_fn: the trial must not stay RUNNING in the storage
+                try:
+                    trial.set_user_attr("error", str(e) or type(e).__name__)
+                finally:
+                    study.tell(trial, state=TrialState.FAIL)
                 raise
             else:
                 study.tell(trial, value)
@@ -503,7 +578,13 @@ class Tuner:
         flag the tuner or the command sets."""
         import optuna
 
-        params = self.params_fn(trial)
+        try:
+            params = self.params_fn(trial)
+        except ValueError as e:
+            problem = self.distribution_problem(trial, e)
+            if problem is None:
+                raise
+            raise ValueError(problem) from None
         if not isinstance(params, dict) or not all(isinstance(k, str) and FLAG_NAME.fullmatch(k) for k in params):
             raise ValueError(f"params_fn must return {{flag name: value}}, got {params!r}")
         clash = sorted({k.replace("_", "-") for k in params} & (set(RESERVED_FLAGS) | flag_names(self.words)))
@@ -542,6 +623,31 @@ class Tuner:
                 self.print(f"trial {trial.number}: pruned after seed {seed}")
                 raise optuna.TrialPruned(f"pruned after seed {seed} with {so_far}")
         return so_far
+
+    def distribution_problem(self, trial: optuna.Trial, error: ValueError) -> Optional[str]:
+        """The parameter that `error`, raised by params_fn, came from, and why, or None when it did not come
+        from a `trial.suggest_*` call. Optuna refuses a parameter drawn from another kind of distribution
+        (or other categorical choices) than in the study's earlier trials, without naming it: a params_fn
+        that changed since the study was made."""
+        import optuna
+
+        name = new = None
+        tb = error.__traceback__
+        while tb is not None:  # the innermost Trial._suggest(name, distribution) frame, if any
+            frame = tb.tb_frame
+            if frame.f_code.co_name == "_suggest" and isinstance(frame.f_locals.get("self"), optuna.trial.Trial):
+                name, new = frame.f_locals.get("name"), frame.f_locals.get("distribution")
+            tb = tb.tb_next
+        if not isinstance(name, str) or new is None:
+            return None
+        trials = [t for t in trial.study.get_trials(deepcopy=False) if t.number != trial.number]
+        old = next((t.distributions[name] for t in reversed(trials) if name in t.distributions), None)
+        if old is not None and describe(old) != describe(new):
+            return (
+                f"the study {self.study_name!r} in {self.storage} was made with another search space: {name} was "
+                f"{describe(old)}, not {describe(new)} (Optuna: {error}); draw it as before, or use another study name"
+            )
+        return f"params_fn: drawing {name} ({describe(new)}): {error}"
 
     def run_once(self, flags: list[str], env_id: str, seed: int, exp_name: str, log_dir: str) -> float:
         """One run of the command; returns its score, the mean of the last `metric_last_n_average_window`
@@ -648,9 +754,26 @@ def seeded_per_trial(make_sampler: Callable[[int], optuna.samplers.BaseSampler],
     return SeededPerTrial()
 
 
-def params_fn_from(specs: list[ParamSpec]) -> Callable[[optuna.Trial], dict[str, Any]]:
-    """The params_fn that draws every spec's parameter, in order."""
-    return lambda trial: {spec.name: spec.suggest(trial) for spec in specs}
+class SpecParams:
+    """The params_fn of `--params` specs: draws every spec's parameter, in order. Unlike a plain function its
+    search space is known before any trial, so the Tuner stores it with the study and refuses to resume
+    the study with another."""
+
+    def __init__(self, specs: list[ParamSpec]):
+        self.specs = tuple(specs)
+
+    def __call__(self, trial: optuna.Trial) -> dict[str, Any]:
+        return {spec.name: spec.suggest(trial) for spec in self.specs}
+
+    def search_space(self) -> dict[str, str]:
+        """{parameter name: its distribution as a spec}, as stored with the study."""
+        return {spec.name: describe(spec.distribution()) for spec in self.specs}
+
+
+def params_fn_from(specs: list[ParamSpec]) -> SpecParams:
+    """The params_fn that draws every spec's parameter, in order, e.g.
+    `params_fn_from([parse_param("learning-rate=loguniform:0.0003,0.003")])`."""
+    return SpecParams(specs)
 
 
 @dataclass

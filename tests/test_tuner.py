@@ -224,6 +224,76 @@ def test_a_sampler_seeded_per_trial(kind):
     assert draw(study("other seed", seed=2))[1] != first
 
 
+def test_resuming_with_another_search_space_is_refused_before_any_trial(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    storage = f"sqlite:///{tmp_path / 'tuner.db'}"
+
+    def cli(*params):
+        flags = ["--command", fake_command(), "--target-scores", "A-v0=0,100", "--num-seeds", "1", "--num-trials", "1"]
+        try:
+            main(tyro.cli(Args, args=[*flags, "--storage", storage, "--study-name", "space", "--params", *params]))
+        except SystemExit as e:
+            lines = capsys.readouterr().err.strip().splitlines()
+            assert e.code == 2 and len(lines) == 1, lines
+            return lines[0]
+
+    def refused(message, *params):
+        line = cli(*params)
+        end = "; resume it with the same --params, or use another --study-name"
+        assert line == f"tuner: the study 'space' in {storage} was made with another search space: {message}{end}", line
+
+    def trials():
+        return optuna.load_study(storage=storage, study_name="space").trials
+
+    # a study begun from Python with a plain params_fn: checked against its trials' distributions
+    params_fn = lambda t: {"x": t.suggest_float("x", 0, 1), "points": t.suggest_categorical("points", [5, 6])}  # noqa: E731
+    Tuner(fake_command(), {"A-v0": (0, 100)}, params_fn, storage=storage, study_name="space", out=io.StringIO()).tune(1, 1)
+    refused("x was float:0,1, not float:0,2", "x=float:0,2", "points=categorical:5,6")
+    refused("points was categorical:5,6, not categorical:5,7", "x=float:0,1", "points=categorical:5,7")
+    assert "search_space" not in optuna.load_study(storage=storage, study_name="space").user_attrs["tuner"]
+    # the same specs, written otherwise and in another order: resumed, and now the study keeps them
+    assert cli("points=categorical:5,6", "x=float:0.0,1.00") is None
+    space = optuna.load_study(storage=storage, study_name="space").user_attrs["tuner"]["search_space"]
+    assert space == {"points": "categorical:5,6", "x": "float:0,1"}
+    for message, params in [
+        ("x was float:0,1, not categorical:0,1", ["x=categorical:0,1", "points=categorical:5,6"]),
+        ("x was float:0,1, not loguniform:0.1,1", ["x=loguniform:0.1,1", "points=categorical:5,6"]),
+        ("x was float:0,1, not float:0,0.5", ["x=float:0,0.5", "points=categorical:5,6"]),  # Optuna allows it
+        ("points was categorical:5,6, not int:5,6", ["x=float:0,1", "points=int:5,6"]),
+        ("points (categorical:5,6) is left out now", ["x=float:0,1"]),
+        (
+            "it had no crash (categorical:true,false)",
+            ["x=float:0,1", "points=categorical:5,6", "crash=categorical:true,false"],
+        ),
+    ]:
+        refused(message, *params)
+    assert [t.state for t in trials()] == [TrialState.COMPLETE, TrialState.COMPLETE]  # no trial began
+
+
+def test_a_params_fn_that_draws_a_parameter_otherwise_fails_naming_it(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    storage = f"sqlite:///{tmp_path / 'tuner.db'}"
+    study = enqueued_study(storage, "fn")
+    trial = study.ask()
+    trial.suggest_float("x", 0, 1, log=False), trial.suggest_categorical("c", ["adam", "sgd"])
+    study.tell(trial, 0.5)
+    where = f"the study 'fn' in {storage} was made with another search space"
+    for params_fn, message in [
+        (lambda t: {"x": t.suggest_categorical("x", [0, 1])}, f"{where}: x was float:0,1, not categorical:0,1 (Optuna: "),
+        (lambda t: {"x": t.suggest_float("x", 0.1, 1, log=True)}, f"{where}: x was float:0,1, not loguniform:0.1,1 "),
+        (lambda t: {"c": t.suggest_categorical("c", ["adam"])}, f"{where}: c was categorical:adam,sgd, not categorical:adam "),
+        (lambda t: {"y": t.suggest_float("y", 0, 1), "z": t.suggest_categorical("y", [0, 1])}, "params_fn: drawing y ("),
+        (lambda t: {"y": t.suggest_float("y", 1, 0)}, "`low <= high` must hold"),  # not from a draw: Optuna's words
+    ]:
+        tuner = Tuner(fake_command(), {"A-v0": None}, params_fn, storage=storage, study_name="fn", out=io.StringIO())
+        with pytest.raises(ValueError) as error:
+            tuner.tune(num_trials=1, num_seeds=1)
+        assert str(error.value).startswith(message), str(error.value)
+        failed = optuna.load_study(storage=storage, study_name="fn").trials[-1]
+        assert failed.state == TrialState.FAIL and failed.user_attrs == {"error": str(error.value)}
+    assert not (tmp_path / "tuner_logs").exists() and not (tmp_path / "runs").exists()  # no run started
+
+
 def test_bad_command_lines_exit_2_with_one_line_and_create_nothing(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     base = {"--command": fake_command(), "--target-scores": ["A-v0=0,100"], "--params": ["x=float:0,1"]}
