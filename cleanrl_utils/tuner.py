@@ -294,6 +294,11 @@ def trial_exp_name(study_name: str, number: int) -> str:
     return f"{base}-trial{number}"
 
 
+def plural(count: int, noun: str) -> str:
+    """`1 trial`, `2 trials`."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
 def storage_error(storage) -> Optional[str]:
     """What is wrong with a storage URL before anything connects to it (which would create an SQLite file),
     or None: not a URL, a database SQLAlchemy does not know, a driver that is not installed, an SQLite URL
@@ -373,7 +378,7 @@ class Tuner:
         study_name: the study's name in the storage; also names the runs (`--exp-name {study}-trial{N}`).
         load_if_exists: resume a study of that name (False: refuse an existing one).
         log_dir: the folder of the runs' logs, one subfolder per trial.
-        out: where the progress lines go.
+        out: where the progress lines go (default: sys.stdout as it is when the Tuner is made).
 
     Raises ValueError (one line) for any of these that cannot work; nothing is created until `tune`.
     """
@@ -393,7 +398,7 @@ class Tuner:
         study_name: str = "tuner",
         load_if_exists: bool = True,
         log_dir: str = "tuner_logs",
-        out: TextIO = sys.stdout,
+        out: Optional[TextIO] = None,
     ):
         try:
             words = shlex.split(command)
@@ -447,7 +452,7 @@ class Tuner:
         self.study_name = study_name
         self.load_if_exists = load_if_exists
         self.log_dir = log_dir
-        self.out = out
+        self.out = sys.stdout if out is None else out
 
     def settings(self, num_seeds: int, start_seed: int) -> dict:
         """What makes trial values comparable, as stored with the study (plain JSON types)."""
@@ -539,8 +544,9 @@ class Tuner:
         seeds = range(start_seed, start_seed + num_seeds)
         finished = sum(t.state.is_finished() for t in study.trials)
         self.print(
-            f"study {study.study_name!r} in {self.storage}: {finished} finished trial(s) so far, {num_trials} more of "
-            f"{num_seeds} seed(s) x {len(self.target_scores)} env(s); logs in {self.log_dir}/"
+            f"study {study.study_name!r} in {self.storage}: {plural(finished, 'finished trial')} so far; "
+            f"{plural(num_trials, 'more trial')} to run, each {plural(num_seeds, 'seed')} x "
+            f"{plural(len(self.target_scores), 'env')}; logs in {self.log_dir}/"
         )
         session, failures_in_a_row = [], 0
         for _ in range(num_trials):
@@ -557,7 +563,8 @@ class Tuner:
                 failures_in_a_row += 1
                 if failures_in_a_row == max_consecutive_failures:
                     self.print_summary(study, [t for t in study.trials if t.number in session])
-                    raise RuntimeError(f"stopped after {failures_in_a_row} failed trials in a row; the last: {e}") from None
+                    what = "a failed trial" if failures_in_a_row == 1 else f"{failures_in_a_row} failed trials in a row"
+                    raise RuntimeError(f"stopped after {what}; the last: {e}") from None
                 continue
             except BaseException as e:  # Ctrl-C or a broken params_fn: the trial must not stay RUNNING in the storage
                 try:
@@ -617,7 +624,7 @@ class Tuner:
             trial.report(so_far, step=index)
             self.print(
                 f"trial {trial.number}: seed {seed}: {self.aggregation_type} score {seed_scores[-1]:.4f}; "
-                f"mean of {index + 1} seed(s) {so_far:.4f}"
+                f"mean of {plural(index + 1, 'seed')} {so_far:.4f}"
             )
             if index < len(seeds) - 1 and trial.should_prune():
                 self.print(f"trial {trial.number}: pruned after seed {seed}")
@@ -683,9 +690,10 @@ class Tuner:
 
         counts = {state: sum(t.state == state for t in session) for state in (TrialState.COMPLETE, TrialState.PRUNED)}
         failed = [t for t in session if t.state == TrialState.FAIL]
+        finished = sum(t.state.is_finished() for t in study.trials)
         self.print(
-            f"{len(session)} trial(s) run: {counts[TrialState.COMPLETE]} complete, {counts[TrialState.PRUNED]} pruned, "
-            f"{len(failed)} failed; {sum(t.state.is_finished() for t in study.trials)} finished in the study"
+            f"{plural(len(session), 'trial')} run: {counts[TrialState.COMPLETE]} complete, "
+            f"{counts[TrialState.PRUNED]} pruned, {len(failed)} failed; {finished} finished in the study"
         )
         for t in failed:
             info = t.user_attrs.get("failed_run")

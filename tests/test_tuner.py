@@ -89,7 +89,10 @@ def test_scores_are_normalised_aggregated_and_reported_per_seed(tmp_path, monkey
     assert runs == ["A-v0__fake-trial0__1", "A-v0__fake-trial0__2", "B-v0__fake-trial0__1", "B-v0__fake-trial0__2"]
     lines = out.getvalue()
     assert "trial 0: B-v0 seed 2: charts/episodic_return -71.00, normalised 0.2900" in lines
-    assert "trial 0: seed 2: average score 0.2200; mean of 2 seed(s) 0.2100" in lines
+    assert "tuner.db: 0 finished trials so far; 1 more trial to run, each 2 seeds x 2 envs; logs in tuner_logs/" in lines
+    assert "trial 0: seed 1: average score 0.2000; mean of 1 seed 0.2000" in lines
+    assert "trial 0: seed 2: average score 0.2200; mean of 2 seeds 0.2100" in lines
+    assert "1 trial run: 1 complete, 0 pruned, 0 failed; 1 finished in the study" in lines
     assert "best trial 0: value 0.2100 (maximize); parameters {'x': 1.0}" in lines
     assert f"  {fake_command('--x=1.0')}" in lines
 
@@ -114,7 +117,7 @@ def test_median_pruner_stops_a_worse_trial_after_its_first_seed(tmp_path, monkey
     assert bad.state == TrialState.PRUNED and bad.intermediate_values == {0: 3.0}
     assert sorted(p.name for p in (tmp_path / "tuner_logs" / "prune-trial1").iterdir()) == ["A-v0__1.log"]
     assert "trial 1: pruned after seed 1" in out.getvalue()
-    assert "2 trial(s) run: 1 complete, 1 pruned, 0 failed; 2 finished in the study" in out.getvalue()
+    assert "2 trials run: 1 complete, 1 pruned, 0 failed; 2 finished in the study" in out.getvalue()
 
 
 def test_a_failed_run_fails_its_trial_and_the_study_goes_on(tmp_path, monkeypatch):
@@ -140,7 +143,7 @@ def test_a_failed_run_fails_its_trial_and_the_study_goes_on(tmp_path, monkeypatc
     assert "logged no charts/episodic_return in runs/A-v0__fail-trial1__1__" in silent.user_attrs["failed_run"]["reason"]
     assert fine.state == TrialState.COMPLETE
     assert f"  trial 0 failed: A-v0 seed 1: exit 3; log {log}" in out.getvalue()
-    assert "3 trial(s) run: 1 complete, 0 pruned, 2 failed" in out.getvalue()
+    assert "3 trials run: 1 complete, 0 pruned, 2 failed" in out.getvalue()
 
 
 def test_failed_trials_in_a_row_stop_the_tuner_with_exit_1(tmp_path, monkeypatch, capsys):
@@ -153,6 +156,13 @@ def test_failed_trials_in_a_row_stop_the_tuner_with_exit_1(tmp_path, monkeypatch
     assert lines[0].startswith("tuner: stopped after 2 failed trials in a row; the last: A-v0 seed 1: exit 3; log ")
     study = optuna.load_study(storage="sqlite:///tuner.db", study_name="tuner")
     assert [t.state for t in study.trials] == [TrialState.FAIL, TrialState.FAIL]
+    with pytest.raises(SystemExit) as exit_info:
+        main(tyro.cli(Args, args=[*flags, "--num-trials", "5", "--max-consecutive-failures", "1"]))
+    captured = capsys.readouterr()
+    assert "2 finished trials so far; 5 more trials to run, each 3 seeds x 1 env;" in captured.out
+    lines = captured.err.strip().splitlines()
+    assert exit_info.value.code == 1 and len(lines) == 1, lines
+    assert lines[0].startswith("tuner: stopped after a failed trial; the last: A-v0 seed 1: exit 3; log ")
 
 
 def test_running_again_adds_trials_to_the_stored_study(tmp_path, monkeypatch):
