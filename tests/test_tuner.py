@@ -21,6 +21,7 @@ from cleanrl_utils.tuner import (
     main,
     normalise,
     param_flags,
+    params_fn_from,
     parse_param,
     parse_target_scores,
     seeded_per_trial,
@@ -302,6 +303,23 @@ def test_a_params_fn_that_draws_a_parameter_otherwise_fails_naming_it(tmp_path, 
         failed = optuna.load_study(storage=storage, study_name="fn").trials[-1]
         assert failed.state == TrialState.FAIL and failed.user_attrs == {"error": str(error.value)}
     assert not (tmp_path / "tuner_logs").exists() and not (tmp_path / "runs").exists()  # no run started
+
+
+def test_the_worked_example_draws_what_the_docs_show():
+    """docs/tools/tuner.md: benchmark/tune_ppo_classic_control.sh --sampler-seed 1 draws trials 0 to 3, and
+    running it again draws trial 4 anew (TPE's random start: the draws do not depend on the returns)."""
+    script = (REPO / "benchmark" / "tune_ppo_classic_control.sh").read_text()
+    specs = re.search(r"--params (.*?) \\\n(.*?) \\\n", script).groups()
+    params_fn = params_fn_from([parse_param(spec) for spec in " ".join(specs).split()])
+    shown = dict(re.findall(r"^trial (\d+): (--learning-rate=.*)$", (REPO / "docs" / "tools" / "tuner.md").read_text(), re.M))
+    assert sorted(map(int, shown)) == [0, 1, 2, 3, 4]
+    study = optuna.create_study(
+        direction="maximize", sampler=seeded_per_trial(lambda s: optuna.samplers.TPESampler(seed=s), 1)
+    )
+    for number in range(5):
+        trial = study.ask()
+        assert " ".join(param_flags(params_fn(trial))) == shown[str(number)], number
+        study.tell(trial, 0.0)
 
 
 def test_bad_command_lines_exit_2_with_one_line_and_create_nothing(tmp_path, monkeypatch, capsys):
