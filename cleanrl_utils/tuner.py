@@ -38,8 +38,11 @@ seed run so far]}) and `seed_scores`.
 
 The study lives in `storage` (an SQLAlchemy URL, SQLite by default) under `study_name`: running again with
 the same two adds trials to it rather than starting over, and tuners started at once with the same two
-work as parallel workers. The settings that make trial values comparable (command, metric and window,
-target scores, aggregation, seeds, direction) are stored with the study; resuming with others is refused.
+work as parallel workers. With `--sampler-seed` (`seeded_per_trial` from Python) trial N draws with a
+sampler seeded by the seed and N: a resumed study goes on with new draws that a rerun repeats. The settings
+that make trial values comparable (command, metric and window, target scores, aggregation, seeds,
+direction) are stored with the study, and so is the search space of `--params` specs ({name: spec, e.g.
+"loguniform:0.0003,0.003"}); resuming with others is refused, naming what changed, before any trial.
 """
 
 from __future__ import annotations
@@ -88,6 +91,16 @@ class ParamSpec:
     step: int = 1
     choices: tuple = ()
 
+    def distribution(self) -> optuna.distributions.BaseDistribution:
+        """The Optuna distribution `suggest` draws from."""
+        from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
+
+        if self.kind in ("float", "loguniform"):
+            return FloatDistribution(self.low, self.high, log=self.kind == "loguniform")
+        if self.kind == "int":
+            return IntDistribution(int(self.low), int(self.high), step=self.step)
+        return CategoricalDistribution(list(self.choices))
+
     def suggest(self, trial: optuna.Trial):
         """The value the trial's sampler draws for this parameter."""
         if self.kind == "float":
@@ -97,6 +110,46 @@ class ParamSpec:
         if self.kind == "int":
             return trial.suggest_int(self.name, int(self.low), int(self.high), step=self.step)
         return trial.suggest_categorical(self.name, list(self.choices))
+
+
+def describe(distribution: optuna.distributions.BaseDistribution) -> str:
+    """An Optuna distribution in the words of a `--params` spec, e.g. `loguniform:0.0003,0.003`,
+    `float:0,0.02`, `int:1,9,2`, `categorical:1,2.5,true,adam` (what Optuna has and specs lack is added:
+    `float:0,1 step 0.1`, `int:1,64 log`). The same distribution always reads the same."""
+    from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
+
+    def number(x: float) -> str:
+        text = repr(float(x))
+        return text[:-2] if text.endswith(".0") else text
+
+    def choice(value) -> str:
+        if isinstance(value, bool):
+            return str(value).lower()
+        return repr(value) if isinstance(value, float) else str(value)
+
+    if isinstance(distribution, FloatDistribution):
+        text = f"{'loguniform' if distribution.log else 'float'}:{number(distribution.low)},{number(distribution.high)}"
+        return text if distribution.step is None else f"{text} step {number(distribution.step)}"
+    if isinstance(distribution, IntDistribution):
+        text = f"int:{distribution.low},{distribution.high}" + (f",{distribution.step}" if distribution.step != 1 else "")
+        return f"{text} log" if distribution.log else text
+    if isinstance(distribution, CategoricalDistribution):
+        return "categorical:" + ",".join(choice(c) for c in distribution.choices)
+    return repr(distribution)
+
+
+def search_space_change(old: dict[str, str], new: dict[str, str], whole: bool = True) -> Optional[str]:
+    """How the search space `new` ({name: `describe` text}) differs from `old`, or None: a parameter drawn
+    from another distribution, and (`whole`: `old` is a full search space) one added or left out."""
+    for name, spec in new.items():
+        if name in old and old[name] != spec:
+            return f"{name} was {old[name]}, not {spec}"
+        if whole and name not in old:
+            return f"it had no {name} ({spec})"
+    for name, spec in old.items():
+        if whole and name not in new:
+            return f"{name} ({spec}) is left out now"
+    return None
 
 
 def parse_choice(word: str):
@@ -241,16 +294,42 @@ def trial_exp_name(study_name: str, number: int) -> str:
     return f"{base}-trial{number}"
 
 
+def plural(count: int, noun: str) -> str:
+    """`1 trial`, `2 trials`."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
 def storage_error(storage) -> Optional[str]:
     """What is wrong with a storage URL before anything connects to it (which would create an SQLite file),
-    or None. Non-string storages (an Optuna storage object, or None for in memory) pass."""
+    or None: not a URL, a database SQLAlchemy does not know, a driver that is not installed, an SQLite URL
+    that is not a file (`sqlite://x.db`, in memory) or whose folder is missing. Non-string storages (an
+    Optuna storage object, or None for in memory) pass."""
     if not isinstance(storage, str):
         return None
     if not re.match(r"[A-Za-z][A-Za-z0-9+.-]*://", storage):
         return f"--storage {storage!r} must be a database URL such as sqlite:///tuner.db"
-    if storage.startswith("sqlite:"):
-        path = storage[len("sqlite:///") :].split("?", 1)[0] if storage.startswith("sqlite:///") else ""
-        if path in ("", ":memory:"):
+    try:
+        from sqlalchemy.engine import make_url
+        from sqlalchemy.exc import ArgumentError, NoSuchModuleError
+    except ImportError:
+        return None  # no Optuna either, which build_tuner names
+    try:
+        url = make_url(storage)
+    except ArgumentError:
+        return f"--storage {storage!r} is not a database URL such as sqlite:///tuner.db"
+    try:
+        dialect = url.get_dialect()
+    except NoSuchModuleError:
+        return f"--storage {storage!r}: SQLAlchemy knows no database {url.drivername!r}; e.g. sqlite:///tuner.db"
+    try:
+        dialect.import_dbapi()
+    except ImportError as e:
+        return f"--storage {storage!r}: the driver of {url.drivername} is not installed ({e})"
+    if url.get_backend_name() == "sqlite":
+        path = url.database or ""
+        if url.host or url.port or url.username:
+            return f"--storage {storage!r}: an SQLite file follows three slashes, sqlite:///tuner.db (sqlite:////abs/tuner.db)"
+        if path in ("", ":memory:") or path.startswith("file::memory:"):
             return f"--storage {storage!r} keeps the study in memory, so it cannot resume; name a file: sqlite:///tuner.db"
         folder = os.path.dirname(os.path.abspath(path))
         if os.path.isdir(path):
@@ -280,18 +359,26 @@ class Tuner:
             {env_id: None} to keep the raw score; the envs of every seed, in this order.
         params_fn: trial -> {flag name without `--`: value} for one run, e.g.
             `lambda t: {"learning-rate": t.suggest_float("learning-rate", 3e-4, 3e-3, log=True)}`; fixed
-            values may be included; bools become `--name` / `--no-name`.
+            values may be included; bools become `--name` / `--no-name`. `params_fn_from(specs)` (what the
+            command line uses) has a search space known up front, stored with the study: resuming with
+            another is refused before any trial. A plain function can only be checked as it draws: Optuna
+            refuses a parameter drawn from another kind of distribution (or other categorical choices) than
+            in the study's earlier trials, and the tuner then raises ValueError naming the parameter, with
+            that trial marked failed and its `error` user attr saying why; a changed range of the same kind
+            is not caught.
         metric: the TensorBoard scalar tag a run is scored by.
         direction: "maximize" or "minimize" the trial value.
         aggregation_type: how a seed's normalised env scores combine: "average", "median", "min" or "max".
         metric_last_n_average_window: a run's score is the mean of this many last points of `metric`.
-        sampler, pruner: Optuna objects (default: Optuna's, TPESampler and MedianPruner).
+        sampler, pruner: Optuna objects (default: Optuna's, TPESampler and MedianPruner). For repeatable draws
+            that a resumed study continues rather than repeats, seed the sampler per trial:
+            `seeded_per_trial(lambda seed: optuna.samplers.TPESampler(seed=seed), 1)`.
         storage: the study's database URL (default an SQLite file in the current folder), or None to keep it
             in memory (no resuming).
         study_name: the study's name in the storage; also names the runs (`--exp-name {study}-trial{N}`).
         load_if_exists: resume a study of that name (False: refuse an existing one).
         log_dir: the folder of the runs' logs, one subfolder per trial.
-        out: where the progress lines go.
+        out: where the progress lines go (default: sys.stdout as it is when the Tuner is made).
 
     Raises ValueError (one line) for any of these that cannot work; nothing is created until `tune`.
     """
@@ -311,7 +398,7 @@ class Tuner:
         study_name: str = "tuner",
         load_if_exists: bool = True,
         log_dir: str = "tuner_logs",
-        out: TextIO = sys.stdout,
+        out: Optional[TextIO] = None,
     ):
         try:
             words = shlex.split(command)
@@ -365,7 +452,7 @@ class Tuner:
         self.study_name = study_name
         self.load_if_exists = load_if_exists
         self.log_dir = log_dir
-        self.out = out
+        self.out = sys.stdout if out is None else out
 
     def settings(self, num_seeds: int, start_seed: int) -> dict:
         """What makes trial values comparable, as stored with the study (plain JSON types)."""
@@ -381,8 +468,9 @@ class Tuner:
 
     def load_study(self, num_seeds: int, start_seed: int) -> optuna.Study:
         """Creates the study, or loads it (`load_if_exists`) after checking that it was tuned with the same
-        settings and direction. Raises ValueError (one line) when it cannot be resumed."""
+        settings and direction. Raises ValueError (one line) when it cannot be opened or resumed."""
         import optuna
+        import sqlalchemy.exc
 
         try:
             study = optuna.create_study(
@@ -395,22 +483,40 @@ class Tuner:
             )
         except optuna.exceptions.DuplicatedStudyError:
             raise ValueError(f"the study {self.study_name!r} already exists in {self.storage}") from None
+        except (ImportError, sqlalchemy.exc.SQLAlchemyError) as e:  # e.g. a database server that cannot be reached
+            lines = str(e).strip().splitlines() or [type(e).__name__]
+            raise ValueError(f"cannot open --storage {self.storage!r}: {lines[0]}") from None
         where = f"the study {self.study_name!r} in {self.storage}"
         if study.direction.name.lower() != self.direction:
             raise ValueError(f"{where} is to {study.direction.name.lower()}, not {self.direction}; use another study name")
-        settings = self.settings(num_seeds, start_seed)
+        settings = json.loads(json.dumps(self.settings(num_seeds, start_seed)))
         stored = study.user_attrs.get("tuner")
-        if stored is None:
-            study.set_user_attr("tuner", settings)
-            return study
-        for key, value in json.loads(json.dumps(settings)).items():
-            if stored.get(key) != value:
+        for key, value in settings.items():
+            if stored is not None and stored.get(key) != value:
                 old, new = (
                     shlex.join(v) if key == "command" and isinstance(v, list) else repr(v) for v in (stored.get(key), value)
                 )
                 raise ValueError(
                     f"{where} was tuned with {key} {old}, not {new}; resume it with those, or use another study name"
                 )
+        old_space = None if stored is None else stored.get("search_space")
+        space = self.params_fn.search_space() if isinstance(self.params_fn, SpecParams) else None
+        if space is not None:
+            if old_space is None:  # a new study, or one tuned with a plain params_fn: its trials' distributions
+                seen = {name: describe(d) for t in study.get_trials(deepcopy=False) for name, d in t.distributions.items()}
+                change = search_space_change(seen, space, whole=False)
+            else:
+                change = search_space_change(old_space, space)
+            if change is not None:
+                raise ValueError(
+                    f"{where} was made with another search space: {change}; resume it with the same --params, "
+                    "or use another --study-name"
+                )
+            settings["search_space"] = space
+        elif old_space is not None:
+            settings["search_space"] = old_space  # a plain params_fn cannot be checked up front; keep it
+        if stored != settings:
+            study.set_user_attr("tuner", settings)
         return study
 
     def tune(
@@ -438,8 +544,9 @@ class Tuner:
         seeds = range(start_seed, start_seed + num_seeds)
         finished = sum(t.state.is_finished() for t in study.trials)
         self.print(
-            f"study {study.study_name!r} in {self.storage}: {finished} finished trial(s) so far, {num_trials} more of "
-            f"{num_seeds} seed(s) x {len(self.target_scores)} env(s); logs in {self.log_dir}/"
+            f"study {study.study_name!r} in {self.storage}: {plural(finished, 'finished trial')} so far; "
+            f"{plural(num_trials, 'more trial')} to run, each {plural(num_seeds, 'seed')} x "
+            f"{plural(len(self.target_scores), 'env')}; logs in {self.log_dir}/"
         )
         session, failures_in_a_row = [], 0
         for _ in range(num_trials):
@@ -456,10 +563,14 @@ class Tuner:
                 failures_in_a_row += 1
                 if failures_in_a_row == max_consecutive_failures:
                     self.print_summary(study, [t for t in study.trials if t.number in session])
-                    raise RuntimeError(f"stopped after {failures_in_a_row} failed trials in a row; the last: {e}") from None
+                    what = "a failed trial" if failures_in_a_row == 1 else f"{failures_in_a_row} failed trials in a row"
+                    raise RuntimeError(f"stopped after {what}; the last: {e}") from None
                 continue
-            except BaseException:  # Ctrl-C or a broken params_fn: the trial must not stay RUNNING in the storage
-                study.tell(trial, state=TrialState.FAIL)
+            except BaseException as e:  # Ctrl-C or a broken params_fn: the trial must not stay RUNNING in the storage
+                try:
+                    trial.set_user_attr("error", str(e) or type(e).__name__)
+                finally:
+                    study.tell(trial, state=TrialState.FAIL)
                 raise
             else:
                 study.tell(trial, value)
@@ -474,7 +585,13 @@ class Tuner:
         flag the tuner or the command sets."""
         import optuna
 
-        params = self.params_fn(trial)
+        try:
+            params = self.params_fn(trial)
+        except ValueError as e:
+            problem = self.distribution_problem(trial, e)
+            if problem is None:
+                raise
+            raise ValueError(problem) from None
         if not isinstance(params, dict) or not all(isinstance(k, str) and FLAG_NAME.fullmatch(k) for k in params):
             raise ValueError(f"params_fn must return {{flag name: value}}, got {params!r}")
         clash = sorted({k.replace("_", "-") for k in params} & (set(RESERVED_FLAGS) | flag_names(self.words)))
@@ -507,12 +624,37 @@ class Tuner:
             trial.report(so_far, step=index)
             self.print(
                 f"trial {trial.number}: seed {seed}: {self.aggregation_type} score {seed_scores[-1]:.4f}; "
-                f"mean of {index + 1} seed(s) {so_far:.4f}"
+                f"mean of {plural(index + 1, 'seed')} {so_far:.4f}"
             )
             if index < len(seeds) - 1 and trial.should_prune():
                 self.print(f"trial {trial.number}: pruned after seed {seed}")
                 raise optuna.TrialPruned(f"pruned after seed {seed} with {so_far}")
         return so_far
+
+    def distribution_problem(self, trial: optuna.Trial, error: ValueError) -> Optional[str]:
+        """The parameter that `error`, raised by params_fn, came from, and why, or None when it did not come
+        from a `trial.suggest_*` call. Optuna refuses a parameter drawn from another kind of distribution
+        (or other categorical choices) than in the study's earlier trials, without naming it: a params_fn
+        that changed since the study was made."""
+        import optuna
+
+        name = new = None
+        tb = error.__traceback__
+        while tb is not None:  # the innermost Trial._suggest(name, distribution) frame, if any
+            frame = tb.tb_frame
+            if frame.f_code.co_name == "_suggest" and isinstance(frame.f_locals.get("self"), optuna.trial.Trial):
+                name, new = frame.f_locals.get("name"), frame.f_locals.get("distribution")
+            tb = tb.tb_next
+        if not isinstance(name, str) or new is None:
+            return None
+        trials = [t for t in trial.study.get_trials(deepcopy=False) if t.number != trial.number]
+        old = next((t.distributions[name] for t in reversed(trials) if name in t.distributions), None)
+        if old is not None and describe(old) != describe(new):
+            return (
+                f"the study {self.study_name!r} in {self.storage} was made with another search space: {name} was "
+                f"{describe(old)}, not {describe(new)} (Optuna: {error}); draw it as before, or use another study name"
+            )
+        return f"params_fn: drawing {name} ({describe(new)}): {error}"
 
     def run_once(self, flags: list[str], env_id: str, seed: int, exp_name: str, log_dir: str) -> float:
         """One run of the command; returns its score, the mean of the last `metric_last_n_average_window`
@@ -548,9 +690,10 @@ class Tuner:
 
         counts = {state: sum(t.state == state for t in session) for state in (TrialState.COMPLETE, TrialState.PRUNED)}
         failed = [t for t in session if t.state == TrialState.FAIL]
+        finished = sum(t.state.is_finished() for t in study.trials)
         self.print(
-            f"{len(session)} trial(s) run: {counts[TrialState.COMPLETE]} complete, {counts[TrialState.PRUNED]} pruned, "
-            f"{len(failed)} failed; {sum(t.state.is_finished() for t in study.trials)} finished in the study"
+            f"{plural(len(session), 'trial')} run: {counts[TrialState.COMPLETE]} complete, "
+            f"{counts[TrialState.PRUNED]} pruned, {len(failed)} failed; {finished} finished in the study"
         )
         for t in failed:
             info = t.user_attrs.get("failed_run")
@@ -570,9 +713,75 @@ class Tuner:
         print(line, file=self.out, flush=True)
 
 
-def params_fn_from(specs: list[ParamSpec]) -> Callable[[optuna.Trial], dict[str, Any]]:
-    """The params_fn that draws every spec's parameter, in order."""
-    return lambda trial: {spec.name: spec.suggest(trial) for spec in specs}
+def trial_seed(sampler_seed: int, number: int) -> int:
+    """The seed of trial `number`'s sampler in a study tuned with `sampler_seed` (a 32-bit int from NumPy's
+    SeedSequence of the two, so no two (seed, number) pairs share a random stream)."""
+    return int(np.random.SeedSequence([sampler_seed, number]).generate_state(1)[0])
+
+
+def seeded_per_trial(make_sampler: Callable[[int], optuna.samplers.BaseSampler], sampler_seed: int):
+    """An Optuna sampler that, for each trial, makes a fresh `make_sampler(seed)` seeded with
+    `trial_seed(sampler_seed, trial.number)` and draws the trial with it, e.g.
+    `seeded_per_trial(lambda seed: optuna.samplers.TPESampler(seed=seed), 1)`.
+
+    A sampler seeded once (`TPESampler(seed=1)`) starts its random stream over in every process, so a study
+    resumed with it repeats the draws of its first trials. Seeded per trial instead, trial N's draw depends
+    only on the seed, N and the trials before it: a resumed study goes on with new draws, 2 + 2 trials draw
+    what 4 in one go do, and two fresh studies with the same seed draw the same trials. Parallel workers on
+    one study get distinct trial numbers from the storage, hence distinct streams (not the same draws, as
+    two workers seeded alike would make); which earlier trials TPE sees at each draw then depends on timing,
+    so a parallel study is not exactly repeatable."""
+    import optuna
+
+    class SeededPerTrial(optuna.samplers.BaseSampler):
+        def __init__(self):
+            self.sampler = make_sampler(sampler_seed)  # until the first trial starts
+
+        def before_trial(self, study, trial):
+            self.sampler = make_sampler(trial_seed(sampler_seed, trial.number))
+            self.sampler.before_trial(study, trial)
+
+        def infer_relative_search_space(self, study, trial):
+            return self.sampler.infer_relative_search_space(study, trial)
+
+        def sample_relative(self, study, trial, search_space):
+            return self.sampler.sample_relative(study, trial, search_space)
+
+        def sample_independent(self, study, trial, param_name, param_distribution):
+            return self.sampler.sample_independent(study, trial, param_name, param_distribution)
+
+        def after_trial(self, study, trial, state, values):
+            self.sampler.after_trial(study, trial, state, values)
+
+        def reseed_rng(self):
+            self.sampler.reseed_rng()
+
+        def __repr__(self):
+            return f"seeded_per_trial({type(self.sampler).__name__}, {sampler_seed})"
+
+    return SeededPerTrial()
+
+
+class SpecParams:
+    """The params_fn of `--params` specs: draws every spec's parameter, in order. Unlike a plain function its
+    search space is known before any trial, so the Tuner stores it with the study and refuses to resume
+    the study with another."""
+
+    def __init__(self, specs: list[ParamSpec]):
+        self.specs = tuple(specs)
+
+    def __call__(self, trial: optuna.Trial) -> dict[str, Any]:
+        return {spec.name: spec.suggest(trial) for spec in self.specs}
+
+    def search_space(self) -> dict[str, str]:
+        """{parameter name: its distribution as a spec}, as stored with the study."""
+        return {spec.name: describe(spec.distribution()) for spec in self.specs}
+
+
+def params_fn_from(specs: list[ParamSpec]) -> SpecParams:
+    """The params_fn that draws every spec's parameter, in order, e.g.
+    `params_fn_from([parse_param("learning-rate=loguniform:0.0003,0.003")])`."""
+    return SpecParams(specs)
 
 
 @dataclass
@@ -602,7 +811,8 @@ class Args:
     sampler: Literal["tpe", "random"] = "tpe"
     """Optuna's sampler: TPESampler or RandomSampler"""
     sampler_seed: Optional[int] = None
-    """seed of the sampler (None: a random one)"""
+    """seed of the sampler (None: a random one); trial N draws with a seed made of this and N, so a resumed
+    study goes on with new, repeatable draws"""
     pruner: Literal["median", "none"] = "median"
     """Optuna's MedianPruner (stop a trial whose mean so far is worse than the median of earlier trials' after
     the same number of seeds), or none"""
@@ -643,6 +853,7 @@ def build_tuner(args: Args) -> Tuner:
         ("--start-seed", args.start_seed, 0),
         ("--pruner-startup-trials", args.pruner_startup_trials, 0),
         ("--max-consecutive-failures", args.max_consecutive_failures, 0),
+        ("--sampler-seed", 0 if args.sampler_seed is None else args.sampler_seed, 0),
     ]:
         if value < least:
             raise ValueError(f"{flag} must be at least {least}, got {value}")
@@ -665,10 +876,11 @@ def build_tuner(args: Args) -> Tuner:
     except ImportError:
         raise ValueError("the tuner needs Optuna: pip install optuna (or the extra: pip install -e '.[optuna]')") from None
     optuna.logging.set_verbosity(optuna.logging.WARNING)  # the tuner prints its own lines
-    if args.sampler == "tpe":
-        sampler = optuna.samplers.TPESampler(seed=args.sampler_seed)
+    kind = optuna.samplers.TPESampler if args.sampler == "tpe" else optuna.samplers.RandomSampler
+    if args.sampler_seed is None:
+        sampler = kind()
     else:
-        sampler = optuna.samplers.RandomSampler(seed=args.sampler_seed)
+        sampler = seeded_per_trial(lambda seed: kind(seed=seed), args.sampler_seed)
     if args.pruner == "median":
         pruner = optuna.pruners.MedianPruner(n_startup_trials=args.pruner_startup_trials)
     else:

@@ -21,8 +21,10 @@ from cleanrl_utils.tuner import (
     main,
     normalise,
     param_flags,
+    params_fn_from,
     parse_param,
     parse_target_scores,
+    seeded_per_trial,
     trial_exp_name,
 )
 from conftest import REPO, check_ok, script_env
@@ -88,7 +90,10 @@ def test_scores_are_normalised_aggregated_and_reported_per_seed(tmp_path, monkey
     assert runs == ["A-v0__fake-trial0__1", "A-v0__fake-trial0__2", "B-v0__fake-trial0__1", "B-v0__fake-trial0__2"]
     lines = out.getvalue()
     assert "trial 0: B-v0 seed 2: charts/episodic_return -71.00, normalised 0.2900" in lines
-    assert "trial 0: seed 2: average score 0.2200; mean of 2 seed(s) 0.2100" in lines
+    assert "tuner.db: 0 finished trials so far; 1 more trial to run, each 2 seeds x 2 envs; logs in tuner_logs/" in lines
+    assert "trial 0: seed 1: average score 0.2000; mean of 1 seed 0.2000" in lines
+    assert "trial 0: seed 2: average score 0.2200; mean of 2 seeds 0.2100" in lines
+    assert "1 trial run: 1 complete, 0 pruned, 0 failed; 1 finished in the study" in lines
     assert "best trial 0: value 0.2100 (maximize); parameters {'x': 1.0}" in lines
     assert f"  {fake_command('--x=1.0')}" in lines
 
@@ -113,7 +118,7 @@ def test_median_pruner_stops_a_worse_trial_after_its_first_seed(tmp_path, monkey
     assert bad.state == TrialState.PRUNED and bad.intermediate_values == {0: 3.0}
     assert sorted(p.name for p in (tmp_path / "tuner_logs" / "prune-trial1").iterdir()) == ["A-v0__1.log"]
     assert "trial 1: pruned after seed 1" in out.getvalue()
-    assert "2 trial(s) run: 1 complete, 1 pruned, 0 failed; 2 finished in the study" in out.getvalue()
+    assert "2 trials run: 1 complete, 1 pruned, 0 failed; 2 finished in the study" in out.getvalue()
 
 
 def test_a_failed_run_fails_its_trial_and_the_study_goes_on(tmp_path, monkeypatch):
@@ -139,7 +144,7 @@ def test_a_failed_run_fails_its_trial_and_the_study_goes_on(tmp_path, monkeypatc
     assert "logged no charts/episodic_return in runs/A-v0__fail-trial1__1__" in silent.user_attrs["failed_run"]["reason"]
     assert fine.state == TrialState.COMPLETE
     assert f"  trial 0 failed: A-v0 seed 1: exit 3; log {log}" in out.getvalue()
-    assert "3 trial(s) run: 1 complete, 0 pruned, 2 failed" in out.getvalue()
+    assert "3 trials run: 1 complete, 0 pruned, 2 failed" in out.getvalue()
 
 
 def test_failed_trials_in_a_row_stop_the_tuner_with_exit_1(tmp_path, monkeypatch, capsys):
@@ -152,6 +157,13 @@ def test_failed_trials_in_a_row_stop_the_tuner_with_exit_1(tmp_path, monkeypatch
     assert lines[0].startswith("tuner: stopped after 2 failed trials in a row; the last: A-v0 seed 1: exit 3; log ")
     study = optuna.load_study(storage="sqlite:///tuner.db", study_name="tuner")
     assert [t.state for t in study.trials] == [TrialState.FAIL, TrialState.FAIL]
+    with pytest.raises(SystemExit) as exit_info:
+        main(tyro.cli(Args, args=[*flags, "--num-trials", "5", "--max-consecutive-failures", "1"]))
+    captured = capsys.readouterr()
+    assert "2 finished trials so far; 5 more trials to run, each 3 seeds x 1 env;" in captured.out
+    lines = captured.err.strip().splitlines()
+    assert exit_info.value.code == 1 and len(lines) == 1, lines
+    assert lines[0].startswith("tuner: stopped after a failed trial; the last: A-v0 seed 1: exit 3; log ")
 
 
 def test_running_again_adds_trials_to_the_stored_study(tmp_path, monkeypatch):
@@ -186,6 +198,130 @@ def test_running_again_adds_trials_to_the_stored_study(tmp_path, monkeypatch):
     assert len(optuna.load_study(storage=storage, study_name="resume").trials) == 2
 
 
+def test_a_seeded_study_resumed_goes_on_with_new_draws_that_repeat(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+
+    def tune(study_name, num_trials):
+        flags = ["--command", fake_command(), "--target-scores", "A-v0=0,100", "--params", "x=float:0,1"]
+        flags += ["--num-seeds", "1", "--sampler-seed", "1", "--study-name", study_name, "--num-trials", str(num_trials)]
+        main(tyro.cli(Args, args=flags))
+        return [t.params["x"] for t in optuna.load_study(storage="sqlite:///tuner.db", study_name=study_name).trials]
+
+    tune("resumed", 2)
+    resumed = tune("resumed", 1)  # a seeded sampler made anew used to draw trial 0's x again here
+    assert len(set(resumed)) == 3, resumed
+    assert tune("fresh", 3) == resumed  # the same seed, the same draws, however the trials were split
+
+
+@pytest.mark.parametrize("kind", [optuna.samplers.TPESampler, optuna.samplers.RandomSampler])
+def test_a_sampler_seeded_per_trial(kind):
+    storage = optuna.storages.InMemoryStorage()
+
+    def study(name, seed=1):
+        sampler = seeded_per_trial(lambda s: kind(seed=s), seed)
+        return optuna.create_study(storage=storage, study_name=name, sampler=sampler, load_if_exists=True)
+
+    def draw(study):
+        trial = study.ask()
+        return trial, (trial.suggest_float("x", 0, 1), trial.suggest_categorical("c", list(range(100))))
+
+    # two workers started at once on one study (each asks before either tells) draw distinct trials ...
+    worker_a, worker_b = study("parallel"), study("parallel")
+    (t0, first), (t1, second) = draw(worker_a), draw(worker_b)
+    assert (t0.number, t1.number) == (0, 1) and first != second
+    # ... the ones a single worker draws
+    single = study("single")
+    assert [draw(single)[1] for _ in range(2)] == [first, second]
+    assert draw(study("other seed", seed=2))[1] != first
+
+
+def test_resuming_with_another_search_space_is_refused_before_any_trial(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    storage = f"sqlite:///{tmp_path / 'tuner.db'}"
+
+    def cli(*params):
+        flags = ["--command", fake_command(), "--target-scores", "A-v0=0,100", "--num-seeds", "1", "--num-trials", "1"]
+        try:
+            main(tyro.cli(Args, args=[*flags, "--storage", storage, "--study-name", "space", "--params", *params]))
+        except SystemExit as e:
+            lines = capsys.readouterr().err.strip().splitlines()
+            assert e.code == 2 and len(lines) == 1, lines
+            return lines[0]
+
+    def refused(message, *params):
+        line = cli(*params)
+        end = "; resume it with the same --params, or use another --study-name"
+        assert line == f"tuner: the study 'space' in {storage} was made with another search space: {message}{end}", line
+
+    def trials():
+        return optuna.load_study(storage=storage, study_name="space").trials
+
+    # a study begun from Python with a plain params_fn: checked against its trials' distributions
+    params_fn = lambda t: {"x": t.suggest_float("x", 0, 1), "points": t.suggest_categorical("points", [5, 6])}  # noqa: E731
+    Tuner(fake_command(), {"A-v0": (0, 100)}, params_fn, storage=storage, study_name="space", out=io.StringIO()).tune(1, 1)
+    refused("x was float:0,1, not float:0,2", "x=float:0,2", "points=categorical:5,6")
+    refused("points was categorical:5,6, not categorical:5,7", "x=float:0,1", "points=categorical:5,7")
+    assert "search_space" not in optuna.load_study(storage=storage, study_name="space").user_attrs["tuner"]
+    # the same specs, written otherwise and in another order: resumed, and now the study keeps them
+    assert cli("points=categorical:5,6", "x=float:0.0,1.00") is None
+    space = optuna.load_study(storage=storage, study_name="space").user_attrs["tuner"]["search_space"]
+    assert space == {"points": "categorical:5,6", "x": "float:0,1"}
+    for message, params in [
+        ("x was float:0,1, not categorical:0,1", ["x=categorical:0,1", "points=categorical:5,6"]),
+        ("x was float:0,1, not loguniform:0.1,1", ["x=loguniform:0.1,1", "points=categorical:5,6"]),
+        ("x was float:0,1, not float:0,0.5", ["x=float:0,0.5", "points=categorical:5,6"]),  # Optuna allows it
+        ("points was categorical:5,6, not int:5,6", ["x=float:0,1", "points=int:5,6"]),
+        ("points (categorical:5,6) is left out now", ["x=float:0,1"]),
+        (
+            "it had no crash (categorical:true,false)",
+            ["x=float:0,1", "points=categorical:5,6", "crash=categorical:true,false"],
+        ),
+    ]:
+        refused(message, *params)
+    assert [t.state for t in trials()] == [TrialState.COMPLETE, TrialState.COMPLETE]  # no trial began
+
+
+def test_a_params_fn_that_draws_a_parameter_otherwise_fails_naming_it(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    storage = f"sqlite:///{tmp_path / 'tuner.db'}"
+    study = enqueued_study(storage, "fn")
+    trial = study.ask()
+    trial.suggest_float("x", 0, 1, log=False), trial.suggest_categorical("c", ["adam", "sgd"])
+    study.tell(trial, 0.5)
+    where = f"the study 'fn' in {storage} was made with another search space"
+    for params_fn, message in [
+        (lambda t: {"x": t.suggest_categorical("x", [0, 1])}, f"{where}: x was float:0,1, not categorical:0,1 (Optuna: "),
+        (lambda t: {"x": t.suggest_float("x", 0.1, 1, log=True)}, f"{where}: x was float:0,1, not loguniform:0.1,1 "),
+        (lambda t: {"c": t.suggest_categorical("c", ["adam"])}, f"{where}: c was categorical:adam,sgd, not categorical:adam "),
+        (lambda t: {"y": t.suggest_float("y", 0, 1), "z": t.suggest_categorical("y", [0, 1])}, "params_fn: drawing y ("),
+        (lambda t: {"y": t.suggest_float("y", 1, 0)}, "`low <= high` must hold"),  # not from a draw: Optuna's words
+    ]:
+        tuner = Tuner(fake_command(), {"A-v0": None}, params_fn, storage=storage, study_name="fn", out=io.StringIO())
+        with pytest.raises(ValueError) as error:
+            tuner.tune(num_trials=1, num_seeds=1)
+        assert str(error.value).startswith(message), str(error.value)
+        failed = optuna.load_study(storage=storage, study_name="fn").trials[-1]
+        assert failed.state == TrialState.FAIL and failed.user_attrs == {"error": str(error.value)}
+    assert not (tmp_path / "tuner_logs").exists() and not (tmp_path / "runs").exists()  # no run started
+
+
+def test_the_worked_example_draws_what_the_docs_show():
+    """docs/tools/tuner.md: benchmark/tune_ppo_classic_control.sh --sampler-seed 1 draws trials 0 to 3, and
+    running it again draws trial 4 anew (TPE's random start: the draws do not depend on the returns)."""
+    script = (REPO / "benchmark" / "tune_ppo_classic_control.sh").read_text()
+    specs = re.search(r"--params (.*?) \\\n(.*?) \\\n", script).groups()
+    params_fn = params_fn_from([parse_param(spec) for spec in " ".join(specs).split()])
+    shown = dict(re.findall(r"^trial (\d+): (--learning-rate=.*)$", (REPO / "docs" / "tools" / "tuner.md").read_text(), re.M))
+    assert sorted(map(int, shown)) == [0, 1, 2, 3, 4]
+    study = optuna.create_study(
+        direction="maximize", sampler=seeded_per_trial(lambda s: optuna.samplers.TPESampler(seed=s), 1)
+    )
+    for number in range(5):
+        trial = study.ask()
+        assert " ".join(param_flags(params_fn(trial))) == shown[str(number)], number
+        study.tell(trial, 0.0)
+
+
 def test_bad_command_lines_exit_2_with_one_line_and_create_nothing(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     base = {"--command": fake_command(), "--target-scores": ["A-v0=0,100"], "--params": ["x=float:0,1"]}
@@ -213,9 +349,17 @@ def test_bad_command_lines_exit_2_with_one_line_and_create_nothing(tmp_path, mon
         ({"--num-seeds": "0"}, "--num-seeds must be at least 1"),
         ({"--num-trials": "0"}, "--num-trials must be at least 1"),
         ({"--metric-last-n-average-window": "0"}, "--metric-last-n-average-window must be at least 1"),
+        ({"--sampler-seed": "-1"}, "--sampler-seed must be at least 0, got -1"),
         ({"--storage": "tuner.db"}, "must be a database URL such as sqlite:///tuner.db"),
         ({"--storage": "sqlite://"}, "keeps the study in memory"),
         ({"--storage": "sqlite:///no/such/folder/t.db"}, "does not exist"),
+        ({"--storage": "nope://x"}, "--storage 'nope://x': SQLAlchemy knows no database 'nope'"),
+        ({"--storage": "sqlite+nope:///t.db"}, "SQLAlchemy knows no database 'sqlite+nope'"),
+        ({"--storage": "sqlite:/t.db"}, "must be a database URL such as sqlite:///tuner.db"),
+        ({"--storage": "sqlite:///:memory:"}, "keeps the study in memory"),
+        ({"--storage": "sqlite://t.db"}, "an SQLite file follows three slashes, sqlite:///tuner.db"),
+        ({"--storage": "sqlite:////"}, "names a folder"),
+        ({"--storage": "mysql+nosuchdriver://u@localhost/db"}, "SQLAlchemy knows no database 'mysql+nosuchdriver'"),
     ]
     for change, message in cases:
         flags = base | change
@@ -226,6 +370,32 @@ def test_bad_command_lines_exit_2_with_one_line_and_create_nothing(tmp_path, mon
         assert exit_info.value.code == 2, (change, lines)
         assert len(lines) == 1 and lines[0].startswith("tuner: ") and message in lines[0], (change, lines)
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("driver", ["mysql+pymysql", "mysql+mysqldb", "postgresql+psycopg2"])
+def test_a_storage_whose_driver_is_missing_exits_2(tmp_path, monkeypatch, capsys, driver):
+    monkeypatch.chdir(tmp_path)
+    flags = ["--command", fake_command(), "--target-scores", "A-v0=0,100", "--params", "x=float:0,1"]
+    module = {"mysql+pymysql": "pymysql", "mysql+mysqldb": "MySQLdb", "postgresql+psycopg2": "psycopg2"}[driver]
+    monkeypatch.setitem(sys.modules, module, None)  # not installed, whether it is here or not
+    with pytest.raises(SystemExit) as exit_info:
+        main(tyro.cli(Args, args=[*flags, "--storage", f"{driver}://u@localhost/db"]))
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert exit_info.value.code == 2 and len(lines) == 1, lines
+    assert lines[0].startswith(f"tuner: --storage '{driver}://u@localhost/db': the driver of {driver} is not installed")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_storage_that_cannot_open_exits_2(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    flags = ["--command", fake_command(), "--target-scores", "A-v0=0,100", "--params", "x=float:0,1"]
+    (tmp_path / "tuner.db").write_text("not a database")  # a URL that is fine, a file that is not
+    with pytest.raises(SystemExit) as exit_info:
+        main(tyro.cli(Args, args=flags))
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert exit_info.value.code == 2 and len(lines) == 1, lines
+    assert lines[0].startswith("tuner: cannot open --storage 'sqlite:///tuner.db': ") and "not a database" in lines[0]
+    assert [p.name for p in tmp_path.iterdir()] == ["tuner.db"]
 
 
 def test_tiny_ppo_study_on_two_envs(tmp_path):
