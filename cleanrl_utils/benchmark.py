@@ -151,6 +151,21 @@ def start_run(run: Run, env: dict[str, str]) -> Optional[subprocess.Popen]:
             return None
 
 
+def run_one(run: Run, env: dict[str, str], grace: float = 5.0) -> int:
+    """Runs one run to its end (its output in its log file, as `start_run`) and returns its exit code, 127 when
+    the program cannot be started. If waiting is interrupted (Ctrl-C raises KeyboardInterrupt in the caller),
+    the run and everything it started are stopped (`stop_processes`) before the exception goes on. Used by
+    callers that run one thing at a time, such as the tuner."""
+    process = start_run(run, env)
+    if process is None:
+        return 127
+    try:
+        return process.wait()
+    except BaseException:
+        stop_processes([process], grace)
+        raise
+
+
 def _signal_group(process: subprocess.Popen, signum: int) -> None:
     """Sends `signum` to the process group that `process` leads, if any of it is left."""
     try:

@@ -664,7 +664,7 @@ class Tuner:
         log_path = os.path.join(log_dir, f"{name}__{seed}.log")
         prefix = f"{name}__{exp_name}__{seed}__"
         before = set(os.listdir("runs")) if os.path.isdir("runs") else set()
-        exit_code = run_one(Run(env_id, seed, argv, log_path), dict(os.environ), set())
+        exit_code = run_one(Run(env_id, seed, argv, log_path), dict(os.environ))
         if exit_code != 0:
             raise RunFailed(env_id, seed, f"exit {exit_code}", log_path, exit_code)
         made = [
