@@ -1,0 +1,156 @@
+# Four managed compute environments (CPU/GPU x on-demand/spot), each scaling from 0 to its max_vcpus,
+# and one job queue in front of each: the submitter picks the hardware and the price model by the
+# queue's name. One queue per environment rather than a spot-then-on-demand queue because a Batch
+# queue does not fall back when spot capacity is short: it only moves on once the first environment
+# is at its max_vcpus, so a "fallback" queue would leave jobs waiting on spot while looking like it
+# had on-demand behind it, and would hide which price a run paid.
+
+locals {
+  environments = {
+    cpu_on_demand = { gpu = false, spot = false }
+    cpu_spot      = { gpu = false, spot = true }
+    gpu_on_demand = { gpu = true, spot = false }
+    gpu_spot      = { gpu = true, spot = true }
+  }
+  # resource names: cleanrl-cpu-on-demand, cleanrl-gpu-spot, ...
+  environment_names = { for k, _ in local.environments : k => "${var.name_prefix}-${replace(k, "_", "-")}" }
+}
+
+# Hardening shared by all instances: IMDSv2 only, and a hop limit of 1 so that job containers
+# (bridge network) cannot reach the instance metadata service and borrow the instance role; the
+# jobs get their own credentials from the job role. An encrypted, larger root volume for the images.
+resource "aws_launch_template" "batch" {
+  name        = "${var.name_prefix}-batch"
+  description = "${var.name_prefix} AWS Batch instances"
+
+  metadata_options {
+    http_endpoint               = "enabled"
+    http_tokens                 = "required"
+    http_put_response_hop_limit = 1
+  }
+
+  block_device_mappings {
+    device_name = "/dev/xvda" # root device of the ECS-optimized Amazon Linux 2023 AMIs
+    ebs {
+      volume_size           = var.root_volume_size_gib
+      volume_type           = "gp3"
+      encrypted             = true
+      delete_on_termination = true
+    }
+  }
+}
+
+resource "aws_batch_compute_environment" "this" {
+  for_each = local.environments
+
+  compute_environment_name = local.environment_names[each.key]
+  type                     = "MANAGED"
+  service_role             = aws_iam_role.batch_service.arn
+
+  compute_resources {
+    type = each.value.spot ? "SPOT" : "EC2"
+    # spot: pools that are both likely to last and cheap; on-demand: the best fitting types first.
+    allocation_strategy = each.value.spot ? "SPOT_PRICE_CAPACITY_OPTIMIZED" : "BEST_FIT_PROGRESSIVE"
+    bid_percentage      = each.value.spot ? var.spot_bid_percentage : null
+
+    min_vcpus     = 0 # nothing runs, nothing is paid for, while the queue is empty
+    max_vcpus     = var.max_vcpus[each.key]
+    instance_type = each.value.gpu ? var.gpu_instance_types : var.cpu_instance_types
+
+    subnets            = var.subnet_ids
+    security_group_ids = var.security_group_ids
+    instance_role      = aws_iam_instance_profile.ecs_instance.arn
+
+    ec2_configuration {
+      # the NVIDIA variant carries the driver and the container toolkit
+      image_type = each.value.gpu ? "ECS_AL2023_NVIDIA" : "ECS_AL2023"
+    }
+
+    launch_template {
+      launch_template_id = aws_launch_template.batch.id
+      version            = aws_launch_template.batch.latest_version
+    }
+
+    tags = { Name = local.environment_names[each.key] }
+  }
+
+  # Batch needs its role's permissions while it creates and deletes the environment.
+  depends_on = [aws_iam_role_policy_attachment.batch_service]
+}
+
+resource "aws_batch_job_queue" "this" {
+  for_each = local.environments
+
+  name     = local.environment_names[each.key]
+  state    = "ENABLED"
+  priority = 1
+
+  compute_environment_order {
+    order               = 1
+    compute_environment = aws_batch_compute_environment.this[each.key].arn
+  }
+}
+
+# One job definition for all four queues: the image of this stack's repository, the default
+# resources (a submission overrides vCPU/memory/GPU and the command per job), the W&B key by
+# reference only.
+locals {
+  resource_requirements = concat(
+    [
+      { type = "VCPU", value = tostring(var.job_vcpus) },
+      { type = "MEMORY", value = tostring(var.job_memory_mib) },
+    ],
+    var.job_gpus > 0 ? [{ type = "GPU", value = tostring(var.job_gpus) }] : [],
+  )
+
+  container_properties = merge(
+    {
+      image                = "${aws_ecr_repository.this.repository_url}:${var.image_tag}"
+      command              = var.job_command
+      jobRoleArn           = aws_iam_role.job.arn
+      executionRoleArn     = aws_iam_role.job_execution.arn
+      resourceRequirements = local.resource_requirements
+      secrets = [
+        { name = "WANDB_API_KEY", valueFrom = var.wandb_api_key_arn },
+      ]
+      logConfiguration = {
+        logDriver = "awslogs"
+        options = {
+          "awslogs-group"         = aws_cloudwatch_log_group.jobs.name
+          "awslogs-region"        = var.region
+          "awslogs-stream-prefix" = var.name_prefix
+        }
+      }
+    },
+    length(var.job_environment) == 0 ? {} : {
+      environment = [for k in sort(keys(var.job_environment)) : { name = k, value = var.job_environment[k] }]
+    },
+  )
+}
+
+resource "aws_batch_job_definition" "this" {
+  name                  = var.name_prefix
+  type                  = "container"
+  platform_capabilities = ["EC2"]
+  propagate_tags        = true # the stack's tags reach the ECS tasks (cost allocation)
+
+  container_properties = jsonencode(local.container_properties)
+
+  timeout {
+    attempt_duration_seconds = var.job_timeout_seconds
+  }
+
+  retry_strategy {
+    attempts = var.job_attempts
+    # Retry only what the script did not cause: the instance went away (spot reclaim, host failure).
+    evaluate_on_exit {
+      on_status_reason = "Host EC2*"
+      action           = "RETRY"
+    }
+    # Anything else (a crash, a bad argument) fails the job at once rather than running it again.
+    evaluate_on_exit {
+      on_reason = "*"
+      action    = "EXIT"
+    }
+  }
+}
