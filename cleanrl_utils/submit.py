@@ -449,6 +449,8 @@ def resolve_queue(args: Submit, outputs: dict[str, Any]) -> str:
     if args.queue in names:
         return names[args.queue]
     if args.queue in ("cpu_on_demand", "cpu_spot", "gpu_on_demand", "gpu_spot"):
+        if names:
+            raise UsageError(f"--queue {args.queue}: not among terraform's job_queue_names ({', '.join(sorted(names))})")
         raise UsageError(f"--queue {args.queue}: a queue key needs --terraform-dir (or give the queue's name)")
     return args.queue
 
@@ -649,9 +651,10 @@ def targets_of(args: Jobs) -> list[Target]:
 # ---------------------------------------------------------------- submit
 
 
-def run_submit(args: Submit, out: TextIO = sys.stdout) -> int:
+def run_submit(args: Submit, out: Optional[TextIO] = None) -> int:
     """`submit`: validates everything (locally, then the queue and job definition on AWS), submits, writes the
     manifest and prints the job ids; `--dry-run` prints instead and calls no AWS API. Returns the exit code."""
+    out = out or sys.stdout
     validate_submit(args)
     outputs = outputs_of(args)
     queue = resolve_queue(args, outputs)
@@ -661,7 +664,7 @@ def run_submit(args: Submit, out: TextIO = sys.stdout) -> int:
     words = command_words(args)
     exp = args.exp_name if args.exp_name is not None else default_exp_name(words)
     if args.dry_run:
-        return dry_run(args, outputs, queue, job_definition)
+        return dry_run(args, outputs, queue, job_definition, out)
     region = resolve_region(args, outputs)
     manifest_path = args.manifest or default_manifest_path(sanitize_job_name(exp))
     batch, _ = clients(region)
@@ -727,9 +730,10 @@ def run_submit(args: Submit, out: TextIO = sys.stdout) -> int:
     return 0
 
 
-def dry_run(args: Submit, outputs: dict[str, Any], queue: str, job_definition: str, out: TextIO = sys.stdout) -> int:
+def dry_run(args: Submit, outputs: dict[str, Any], queue: str, job_definition: str, out: Optional[TextIO] = None) -> int:
     """Prints, for each job (each array child), a `# ` comment with the `submit_job` request and the equivalent
     `docker run` command line (shlex-quoted). Calls no AWS API."""
+    out = out or sys.stdout
     image = args.image or outputs.get("image")
     if not image:
         raise UsageError("--dry-run needs --image or --terraform-dir (its image output)")
@@ -895,9 +899,10 @@ def format_table(header: list[str], rows: list[list[str]]) -> str:
 STATUS_HEADER = ["JOB NAME", "ENV", "SEED", "STATUS", "REASON", "STARTED (UTC)", "STOPPED (UTC)", "ATTEMPTS"]
 
 
-def run_status(args: Status, out: TextIO = sys.stdout) -> int:
+def run_status(args: Status, out: Optional[TextIO] = None) -> int:
     """`status`: prints one table row per job (array jobs with their children's state counts). Returns 1 when
     a job id is unknown, else 0."""
+    out = out or sys.stdout
     targets = targets_of(args)
     batch, _ = clients(resolve_region(args, outputs_of(args)))
     jobs = describe_jobs(batch, [t.job_id for t in targets])
@@ -927,10 +932,11 @@ def failure_line(name: str, env_id: str, seed: str, job: dict[str, Any]) -> str:
     return line + f"; log stream {log_stream(job) or '(none)'}"
 
 
-def run_wait(args: Wait, out: TextIO = sys.stdout, clock=time.monotonic, sleep=time.sleep) -> int:
+def run_wait(args: Wait, out: Optional[TextIO] = None, clock=time.monotonic, sleep=time.sleep) -> int:
     """`wait`: polls every `--poll-seconds` until every job has ended or `--timeout` seconds have passed,
     printing each state change. Returns 0 when all SUCCEEDED, 1 when any FAILED (each named with its reason and
     log stream) or an id is unknown, 124 on timeout."""
+    out = out or sys.stdout
     if not args.poll_seconds > 0 or not args.timeout > 0:
         raise UsageError("--timeout and --poll-seconds must be positive numbers of seconds")
     targets = targets_of(args)
@@ -992,9 +998,10 @@ def cancel_action(status: str) -> Optional[str]:
     return None
 
 
-def run_cancel(args: Cancel, out: TextIO = sys.stdout) -> int:
+def run_cancel(args: Cancel, out: Optional[TextIO] = None) -> int:
     """`cancel`: cancels queued jobs and terminates running ones with `--reason` (an array job: its children
     with it), prints what it did to each. Returns 1 when a job id is unknown, else 0."""
+    out = out or sys.stdout
     if not args.reason.strip():
         raise UsageError("--reason must not be empty")
     targets = targets_of(args)
@@ -1037,9 +1044,10 @@ def log_group_of(job: dict[str, Any], explicit: Optional[str], outputs: dict[str
     return explicit or options.get("awslogs-group") or outputs.get("log_group_name") or DEFAULT_LOG_GROUP
 
 
-def run_logs(args: Logs, out: TextIO = sys.stdout) -> int:
+def run_logs(args: Logs, out: Optional[TextIO] = None) -> int:
     """`logs`: prints each job's log stream (an array job: each child's), under a `==> name <==` header when
     there are several. Returns 1 when a job is unknown or has no log stream yet, else 0."""
+    out = out or sys.stdout
     if args.tail < 0:
         raise UsageError(f"--tail must be at least 0, got {args.tail}")
     targets = targets_of(args)
