@@ -667,6 +667,7 @@ def run_submit(args: Submit, out: Optional[TextIO] = None) -> int:
         return dry_run(args, outputs, queue, job_definition, out)
     region = resolve_region(args, outputs)
     manifest_path = args.manifest or default_manifest_path(sanitize_job_name(exp))
+    manifest_path_error(manifest_path)  # the default one too: refused before anything is submitted
     batch, _ = clients(region)
     describe_queue(batch, queue)
     definition = describe_job_definition(batch, job_definition)
