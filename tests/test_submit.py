@@ -5,38 +5,22 @@ AWS errors as one line, and the W&B key never written anywhere."""
 import json
 import os
 import shlex
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
+from aws_emulator import REGION, client_env, free_port, moto_post, moto_server
 from cleanrl_utils import submit as tool
 from conftest import REPO
 
 boto3 = pytest.importorskip("boto3")
 pytest.importorskip("moto.server")
 
-REGION = "us-east-1"
 IMAGE = "123456789012.dkr.ecr.us-east-1.amazonaws.com/cleanrl:abc123"
 SECRET_VALUE = "sekrit-wandb-key-0123456789"  # the caller's WANDB_API_KEY in these tests: must never show up
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def moto_post(endpoint, path, body):
-    request = urllib.request.Request(
-        endpoint + path, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}, method="POST"
-    )
-    with urllib.request.urlopen(request, timeout=10) as response:
-        return response.read()
 
 
 class Moto:
@@ -58,47 +42,11 @@ class Moto:
 
 @pytest.fixture(scope="module")
 def moto():
-    port = free_port()
-    endpoint = f"http://127.0.0.1:{port}"
-    server_env = dict(os.environ, MOTO_IAM_LOAD_MANAGED_POLICIES="true", DOCKER_HOST="unix:///nonexistent/docker.sock")
-    moto_server = Path(sys.executable).with_name("moto_server")
-    command = [str(moto_server)] if moto_server.exists() else [sys.executable, "-m", "moto.server"]
-    process = subprocess.Popen(
-        [*command, "-H", "127.0.0.1", "-p", str(port)], env=server_env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                moto_post(endpoint, "/moto-api/config", {"batch": {"use_docker": False}})
-                break
-            except OSError:
-                if time.monotonic() > deadline or process.poll() is not None:
-                    raise RuntimeError("moto_server did not answer within 30 s") from None
-                time.sleep(0.2)
-        env = dict(os.environ)
-        for name in list(env):
-            if name.startswith("AWS_") or name == "WANDB_API_KEY":
-                del env[name]
-        env.update(
-            AWS_ENDPOINT_URL=endpoint,
-            AWS_ACCESS_KEY_ID="testing",
-            AWS_SECRET_ACCESS_KEY="testing",
-            AWS_DEFAULT_REGION=REGION,
-            AWS_CONFIG_FILE="/nonexistent",
-            AWS_SHARED_CREDENTIALS_FILE="/nonexistent",
-            PYTHONPATH=str(REPO),
-        )
-        m = Moto(endpoint, env)
+    # no container engine: with use_docker off, jobs SUCCEED without running (a test switches it on to make one fail)
+    with moto_server({"batch": {"use_docker": False}}, DOCKER_HOST="unix:///nonexistent/docker.sock") as endpoint:
+        m = Moto(endpoint, client_env(endpoint, PYTHONPATH=str(REPO)))
         make_stack(m)
         yield m
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 def make_stack(m):
