@@ -33,10 +33,11 @@ def moto_post(endpoint, path, body):
         return response.read()
 
 
-def client_env(endpoint, **extra):
-    """The caller's environment without its AWS settings or W&B key, pointed at the emulator with fake
-    credentials (and no config files), plus `extra`."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_") and k != "WANDB_API_KEY"}
+def client_env(endpoint, base=None, **extra):
+    """`base` (default: the caller's environment) without its AWS settings or W&B key, pointed at the emulator
+    with fake credentials (and no config files), plus `extra`."""
+    base = os.environ if base is None else base
+    env = {k: v for k, v in base.items() if not k.startswith("AWS_") and k != "WANDB_API_KEY"}
     env.update(
         AWS_ENDPOINT_URL=endpoint,
         AWS_ACCESS_KEY_ID="testing",
