@@ -82,7 +82,10 @@ RUN groupadd --gid "${USER_UID}" cleanrl \
 
 COPY --from=python-deps /opt/venv /opt/venv
 
-ENV VIRTUAL_ENV=/opt/venv \
+# On GPU hosts the NVIDIA Container Toolkit mounts the driver's libraries for these capabilities; "graphics"
+# brings its EGL vendor library, so MuJoCo renders on the GPU there (Mesa's llvmpipe elsewhere).
+ENV NVIDIA_DRIVER_CAPABILITIES=compute,utility,graphics \
+    VIRTUAL_ENV=/opt/venv \
     PATH=/opt/venv/bin:${PATH} \
     PYTHONPATH=/workspace \
     PYTHONUNBUFFERED=1 \

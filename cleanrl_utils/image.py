@@ -250,6 +250,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 raise UsageError(f"--ca-bundle: {args.ca_bundle!r} is not a file")
             if args.ca_bundle:
                 args.ca_bundle = str(Path(args.ca_bundle).resolve())
+                if "," in args.ca_bundle:  # --secret takes comma-separated options
+                    raise UsageError(f"--ca-bundle: {args.ca_bundle!r} has a comma; copy the bundle to a path without one")
             if args.wheels_only and not wheel_dirs and not any((context / "docker" / "wheels").glob("*.whl")):
                 raise UsageError("--wheels-only: no wheels in docker/wheels/ and no --wheel-dir")
             # with --wheel-dir the context is a temporary copy, made only once every value has been checked

@@ -120,6 +120,15 @@ def test_cli_refuses_bad_input_in_one_line_and_runs_nothing(args, fake_engines):
     assert calls() == []
 
 
+def test_cli_refuses_a_ca_bundle_path_that_would_add_secret_options(fake_engines, tmp_path):
+    env, calls = fake_engines
+    bundle = tmp_path / "ca.pem,type=env"
+    bundle.write_text("-----BEGIN CERTIFICATE-----\n")
+    result = run_cli("build", "--tag", "cleanrl", "--ca-bundle", str(bundle), env=env)
+    assert result.returncode == 2 and "comma" in result.stderr and len(result.stderr.splitlines()) == 1
+    assert calls() == []
+
+
 def test_cli_refuses_missing_engine(tmp_path):
     env = {**os.environ, "PATH": str(tmp_path)}  # neither docker nor podman
     result = run_cli("build", "--tag", "cleanrl", env=env)
@@ -297,7 +306,7 @@ def test_mujoco_renders_through_egl(cleanrl_image):
     code = (
         "import os, gymnasium as gym; assert os.environ['MUJOCO_GL'] == 'egl'; "
         "env = gym.make('InvertedPendulum-v5', render_mode='rgb_array', width=64, height=48); env.reset(seed=0); "
-        "frame = env.render(); print(frame.shape, frame.dtype, int(frame.std() > 0))"
+        "frame = env.render(); env.close(); print(frame.shape, frame.dtype, int(frame.std() > 0))"
     )
     result = run_in_image(cleanrl_image, "python", "-c", code)
     assert result.returncode == 0, explain(result)
