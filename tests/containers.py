@@ -3,7 +3,7 @@ built from the repository's Dockerfile with podman, and the arguments that run c
 
     from containers import build_cleanrl_image, podman_run_args, missing_tools
     reason = missing_tools()            # None when podman, runc and debootstrap are there
-    image = build_cleanrl_image()       # cached: repeated calls and runs reuse the base, wheels and layers
+    image = build_cleanrl_image()       # cached: an unchanged tree reuses the image, else base, wheels, layers
     subprocess.run([*podman_run_args(), image, "python", "cleanrl/ppo.py", "--total-timesteps", "2048"])
 
 The build is offline: every pinned wheel is made on the host (`pip wheel -r requirements.txt`, fast with the
@@ -135,14 +135,40 @@ def wheelhouse() -> Path:
     return folder
 
 
+def context_fingerprint(base: str, wheels: Path) -> str:
+    """A hash of what the image is built from: the build context's files (cleanrl_utils.image.CONTEXT_ITEMS,
+    without caches and wheels), the base image's ID and the wheelhouse's key."""
+    from cleanrl_utils.image import CONTEXT_ITEMS
+
+    digest = hashlib.sha256()
+    for item in CONTEXT_ITEMS:
+        path = REPO / item
+        files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+        for file in files:
+            if "__pycache__" in file.parts or file.suffix in (".pyc", ".whl"):
+                continue
+            digest.update(str(file.relative_to(REPO)).encode() + b"\0" + file.read_bytes() + b"\0")
+    base_id = podman("image", "inspect", "--format", "{{.Id}}", base, timeout=60).stdout.strip()
+    digest.update(base_id.encode() + wheels.name.encode())
+    return digest.hexdigest()[:16]
+
+
 def build_cleanrl_image(tag: str = IMAGE, ca_bundle: str | None = "/etc/ssl/certs/ca-certificates.crt") -> str:
     """Builds the repository's Dockerfile with podman into `tag` on the debootstrap base, offline from the
     wheelhouse, through `python -m cleanrl_utils.image build` (so the helper's real path is what builds).
     `ca_bundle`, when the file exists, is passed as the pip CA build secret, as a user behind a TLS proxy
-    would (the image must keep no trace of it). Podman's layer cache makes a rebuild of an unchanged tree
-    quick. Returns `tag`; raises RuntimeError with the build's output tail on failure."""
+    would (the image must keep no trace of it). An image already built from the same inputs
+    (`context_fingerprint`) is reused without a build; otherwise podman's layer cache keeps unchanged stages.
+    Returns `tag`; raises RuntimeError with the build's output tail on failure."""
     base = build_base_image()
     wheels = wheelhouse()
+    # podman's layer cache still re-hashes the context (about 2 minutes here); an image built from the same
+    # inputs is reused outright through a tag that names their fingerprint
+    built = f"{tag.rsplit(':', 1)[0]}:inputs-{context_fingerprint(base, wheels)}"
+    if image_exists(built):
+        podman("tag", built, tag, timeout=60)
+        DURATIONS["image build (reused)"] = 0.0
+        return tag
     argv = [
         sys.executable,
         "-m",
@@ -168,6 +194,7 @@ def build_cleanrl_image(tag: str = IMAGE, ca_bundle: str | None = "/etc/ssl/cert
     if result.returncode != 0:
         raise RuntimeError(f"image build failed ({result.returncode}):\n{(result.stdout + result.stderr)[-6000:]}")
     DURATIONS["image build"] = time.monotonic() - start
+    podman("tag", tag, built, timeout=60)
     return tag
 
 
