@@ -42,6 +42,7 @@ from typing import Annotated, Any, Optional, TextIO
 import tyro
 
 from cleanrl_utils.benchmark import env_ids_error, plan_runs, plural
+from cleanrl_utils.image_reference import parse_reference
 
 PROG = "submit"
 TIMEOUT_EXIT = 124
@@ -63,9 +64,6 @@ JOB_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$")
 ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 SECRET_ARN_RE = re.compile(r"^arn:aws(-[a-z]+)*:secretsmanager:[a-z]{2}(-[a-z]+)+-\d:\d{12}:secret:[A-Za-z0-9/_+=.@-]+$")
 PARAMETER_ARN_RE = re.compile(r"^arn:aws(-[a-z]+)*:ssm:[a-z]{2}(-[a-z]+)+-\d:\d{12}:parameter/[A-Za-z0-9/_.-]+$")
-IMAGE_RE = re.compile(
-    r"^[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._-][a-z0-9]+)*)*(:[\w][\w.-]{0,127})?(@sha256:[0-9a-f]{64})?$"
-)
 DESCRIBE_CHUNK = 100  # describe_jobs takes at most 100 ids
 
 
@@ -368,11 +366,12 @@ def arn_error(arn: str) -> Optional[str]:
 
 
 def image_error(image: str) -> Optional[str]:
-    """A small local check of a Docker image reference (lower-case repository path, optional registry port,
-    tag and digest), as one line, or None."""
-    # TODO image_reference: replace with cleanrl_utils.image_reference.parse_reference(image) (ValueError)
-    if not IMAGE_RE.match(image):
-        return f"--image {image!r} is not a Docker image reference (REGISTRY/REPOSITORY[:TAG][@sha256:DIGEST])"
+    """Why `image` is not a Docker image reference (Docker's reference grammar, see
+    cleanrl_utils.image_reference), as one line, or None."""
+    try:
+        parse_reference(image)
+    except ValueError as e:
+        return f"--image: {e}"
     return None
 
 

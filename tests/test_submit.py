@@ -410,6 +410,8 @@ REFUSALS = [
     (["--env", "AWS_BATCH_X=1"], "reserved by Batch"),
     (["--array", "--env-ids", "CartPole-v1", "--num-seeds", 1], "--array needs 2 to 10000 runs"),
     (["--command", "python 'unclosed"], "does not split into words"),
+    (["--dry-run", "--image", "cleanrl:x;touch /tmp/pwned"], "--image: invalid image reference"),
+    (["--dry-run", "--image", "Cleanrl/Image:1"], "must be lower-case"),
     (["--track", "--job-definition", "nosecret"], "job definition 'nosecret' has no WANDB_API_KEY secret"),
     (["--queue-name", "no-such-queue"], "unknown job queue 'no-such-queue'"),
     (["--job-definition", "no-such-definition"], "unknown job definition 'no-such-definition'"),

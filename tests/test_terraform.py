@@ -58,6 +58,13 @@ def terraform_env(tmp):
     return env
 
 
+def write_mirror_config(tmp, root):
+    """The CLI config that terraform_env(tmp) names: install hashicorp/aws from the mirror at `root` only."""
+    (tmp / "terraform.tfrc").write_text(
+        f'provider_installation {{\n  filesystem_mirror {{\n    path    = "{root}"\n    include = ["{PROVIDER}"]\n  }}\n}}\n'
+    )
+
+
 def copy_stack(dest):
     # without a developer's own state or values (terraform.tfvars would change what the suite plans)
     ignore = shutil.ignore_patterns(".terraform", ".terraform.lock.hcl", "*.tfstate*", "*.tfvars", "*.tfvars.json")
@@ -89,10 +96,7 @@ def mirror_env(terraform, tmp_path):
             f"no local filesystem mirror of {PROVIDER} 5.x (>= 5.60) in {', '.join(MIRROR_ROOTS)}; "
             "set CLEANRL_TF_PLUGIN_MIRROR to the folder that holds registry.terraform.io/"
         )
-    root, _ = found
-    (tmp_path / "terraform.tfrc").write_text(
-        f'provider_installation {{\n  filesystem_mirror {{\n    path    = "{root}"\n    include = ["{PROVIDER}"]\n  }}\n}}\n'
-    )
+    write_mirror_config(tmp_path, found[0])
     return terraform_env(tmp_path)
 
 
