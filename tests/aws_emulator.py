@@ -15,6 +15,8 @@ import time
 import urllib.request
 from pathlib import Path
 
+from conftest import stop_process
+
 REGION = "us-east-1"
 
 
@@ -78,9 +80,4 @@ def moto_server(config=None, startup_s=60, **server_env):
                 time.sleep(0.2)
         yield endpoint
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_process(process)

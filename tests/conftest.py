@@ -98,3 +98,13 @@ def teacher_path(tmp_path_factory):
         )
     )
     return only_run_dir(folder) / "dqn_atari.cleanrl_model"
+
+
+def stop_process(process, timeout=10):
+    """Stops a server the tests started, by its PID: SIGTERM, then SIGKILL after `timeout` seconds."""
+    process.terminate()
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=timeout)

@@ -17,11 +17,11 @@ import sys
 import time
 
 import pytest
-from test_terraform import MIRROR_ROOTS, PROVIDER, copy_stack, provider_mirror, terraform_env, write_mirror_config
 
 import containers
 from aws_emulator import REGION, client_env, moto_server
-from conftest import REPO
+from conftest import REPO, stop_process
+from test_terraform import MIRROR_ROOTS, PROVIDER, copy_stack, provider_mirror, terraform_env, write_mirror_config
 
 pytestmark = pytest.mark.xdist_group("containers")
 
@@ -88,12 +88,7 @@ def podman_socket(workdir):
             time.sleep(0.2)
         yield socket_path
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_process(process, timeout=15)
         log.close()
 
 

@@ -21,10 +21,11 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from test_terraform import checkov_command
 
 import containers
 from cleanrl_utils import image
+from conftest import stop_process
+from test_terraform import checkov_command
 
 REPO = Path(__file__).resolve().parents[1]
 HADOLINT = shutil.which("hadolint") or str(Path(sys.executable).parent / "hadolint")
@@ -400,12 +401,7 @@ def local_registry(tmp_path):
             time.sleep(0.2)
         yield f"127.0.0.1:{port}"
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
+        stop_process(process)
         log.close()
 
 
