@@ -5,7 +5,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 python3 -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "cleanrl needs Python >= 3.11, found " + sys.version.split()[0])'
-[ -x .venv/bin/python ] || python3 -m venv .venv
+# a .venv left half-made by an interrupted set-up (no pip in it) is made again
+if ! { [ -x .venv/bin/python ] && .venv/bin/python -m pip --version >/dev/null 2>&1; }; then
+    rm -rf .venv
+    python3 -m venv .venv
+fi
 # torch first and pinned: an unpinned or ranged torch would pull a multi-GB CUDA build
 .venv/bin/python -m pip install --quiet --disable-pip-version-check torch==2.13.0
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
