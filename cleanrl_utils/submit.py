@@ -64,6 +64,7 @@ JOB_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$")
 ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 SECRET_ARN_RE = re.compile(r"^arn:aws(-[a-z]+)*:secretsmanager:[a-z]{2}(-[a-z]+)+-\d:\d{12}:secret:[A-Za-z0-9/_+=.@-]+$")
 PARAMETER_ARN_RE = re.compile(r"^arn:aws(-[a-z]+)*:ssm:[a-z]{2}(-[a-z]+)+-\d:\d{12}:parameter/[A-Za-z0-9/_.-]+$")
+PLAIN_TEXT_REFUSED = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")
 DESCRIBE_CHUNK = 100  # describe_jobs takes at most 100 ids
 
 
@@ -127,6 +128,8 @@ class Submit(Location):
     revision that names it in `secrets`"""
     array: bool = False
     """submit one array job whose children pick their env and seed from AWS_BATCH_JOB_ARRAY_INDEX"""
+    max_jobs: int = 1000
+    """refuse to submit more separate jobs than this (a guard against a typo in --num-seeds; --array is one job)"""
     manifest: Optional[str] = None
     """where to write the manifest JSON (default: runs/batch/{exp_name}-{time}.json; never overwritten)"""
     dry_run: bool = False
@@ -204,8 +207,15 @@ def terraform_outputs(terraform_dir: str) -> dict[str, Any]:
 
 
 def outputs_of(location: Location) -> dict[str, Any]:
-    """Terraform's outputs when `--terraform-dir` is given, else {}."""
-    return terraform_outputs(location.terraform_dir) if location.terraform_dir else {}
+    """Terraform's outputs when `--terraform-dir` is given, else {}; for `status`, `wait`, `cancel` and `logs`
+    with `--manifest`, the region and log group recorded there fill in what terraform does not give."""
+    outputs = terraform_outputs(location.terraform_dir) if location.terraform_dir else {}
+    manifest_path = getattr(location, "manifest", None)
+    if manifest_path and not isinstance(location, Submit):
+        manifest = read_manifest(manifest_path)
+        recorded = {"region": manifest.get("region"), "log_group_name": manifest.get("log_group")}
+        outputs = {k: v for k, v in recorded.items() if v} | outputs
+    return outputs
 
 
 def resolve_region(location: Location, outputs: dict[str, Any]) -> str:
@@ -340,6 +350,11 @@ def parse_env(pairs: list[str]) -> dict[str, str]:
                 f"--env {WANDB_KEY}=...: the W&B key goes by reference only "
                 "(a secret of the job definition, or --wandb-key-ref ARN)"
             )
+        if name in PLAIN_TEXT_REFUSED:
+            raise UsageError(
+                f"--env {name}=...: a token would be stored in plain text in the job and the manifest; "
+                "put it in the job definition's secrets instead"
+            )
         if not sep:
             raise UsageError(f"--env {pair!r} is not KEY=VALUE")
         if not ENV_NAME_RE.match(name):
@@ -391,6 +406,9 @@ def validate_submit(args: Submit) -> None:
         raise UsageError(f"--command {args.command!r} does not split into words ({e})") from e
     if not words:
         raise UsageError("--command is empty")
+    for flag in ("--env-id", "--env_id", "--seed"):
+        if any(word == flag or word.startswith(flag + "=") for word in words):
+            raise UsageError(f"--command sets {flag}: each job gets --env-id and --seed from --env-ids and the seeds")
     if any(WANDB_KEY + "=" in word for word in words):
         raise UsageError(f"--command sets {WANDB_KEY}: the W&B key goes by reference only (--wandb-key-ref ARN)")
     for flag, value, least, most in [
@@ -415,6 +433,8 @@ def validate_submit(args: Submit) -> None:
     runs = len(args.env_ids) * args.num_seeds
     if args.array and not 2 <= runs <= 10000:
         raise UsageError(f"--array needs 2 to 10000 runs (Batch's array sizes), got {runs}")
+    if not args.array and runs > args.max_jobs:
+        raise UsageError(f"{runs} jobs is more than --max-jobs {args.max_jobs} (raise it, or use --array for one array job)")
     try:
         job_name(args.exp_name if args.exp_name is not None else default_exp_name(words), "__x")
     except ValueError as e:
@@ -452,6 +472,20 @@ def resolve_queue(args: Submit, outputs: dict[str, Any]) -> str:
             raise UsageError(f"--queue {args.queue}: not among terraform's job_queue_names ({', '.join(sorted(names))})")
         raise UsageError(f"--queue {args.queue}: a queue key needs --terraform-dir (or give the queue's name)")
     return args.queue
+
+
+def queue_is_gpu(queue: str, outputs: dict[str, Any]) -> Optional[bool]:
+    """Whether terraform's `job_queues` output marks `queue` (a name) as a GPU queue; None when unknown."""
+    for entry in (outputs.get("job_queues") or {}).values():
+        if isinstance(entry, dict) and entry.get("name") == queue and "gpu" in entry:
+            return bool(entry["gpu"])
+    return None
+
+
+def definition_gpus(definition: dict[str, Any]) -> int:
+    """GPUs a job definition asks for (its `resourceRequirements`), 0 when none."""
+    requirements = (definition.get("containerProperties") or {}).get("resourceRequirements") or []
+    return sum(int(r.get("value", 0)) for r in requirements if r.get("type") == "GPU")
 
 
 def plan_submit(args: Submit, queue: str, job_definition: str) -> Plan:
@@ -611,6 +645,16 @@ def write_manifest(path: str, manifest: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
+def save_manifest(path: str, manifest: dict[str, Any]) -> None:
+    """write_manifest once jobs exist: a write that fails raises SubmitError naming every submitted job id, so
+    none is lost."""
+    try:
+        write_manifest(path, manifest)
+    except OSError as e:
+        ids = " ".join(job["job_id"] for job in manifest["jobs"]) or "none"
+        raise SubmitError(f"could not write the manifest {path} ({e.strerror or e}); submitted job ids: {ids}") from e
+
+
 def read_manifest(path: str) -> dict[str, Any]:
     """A manifest written by `submit`. Raises UsageError when it cannot be read or has no jobs list."""
     try:
@@ -657,6 +701,9 @@ def run_submit(args: Submit, out: Optional[TextIO] = None) -> int:
     validate_submit(args)
     outputs = outputs_of(args)
     queue = resolve_queue(args, outputs)
+    gpu_queue = queue_is_gpu(queue, outputs)
+    if gpu_queue is False and (args.gpus or 0) > 0:
+        raise UsageError(f"--gpus {args.gpus}: queue {queue} has no GPU instances (use a gpu_* queue)")
     job_definition = args.job_definition or outputs.get("job_definition_name")
     if not job_definition:
         raise UsageError("no job definition: give --job-definition or --terraform-dir")
@@ -670,6 +717,8 @@ def run_submit(args: Submit, out: Optional[TextIO] = None) -> int:
     batch, _ = clients(region)
     describe_queue(batch, queue)
     definition = describe_job_definition(batch, job_definition)
+    if gpu_queue and (args.gpus if args.gpus is not None else definition_gpus(definition)) == 0:
+        raise UsageError(f"queue {queue} runs GPU instances but the jobs ask for no GPU: give --gpus N (at least 1)")
     if tracks(args) and args.wandb_key_ref is None and wandb_secret(definition) is None:
         raise UsageError(
             f"--track: job definition {job_definition!r} has no {WANDB_KEY} secret "
@@ -694,6 +743,10 @@ def run_submit(args: Submit, out: Optional[TextIO] = None) -> int:
         "log_group": outputs.get("log_group_name"),
         "jobs": [],
     }
+    try:  # written before the first submission: a path that cannot be written is found before anything runs
+        write_manifest(manifest_path, manifest)
+    except OSError as e:
+        raise UsageError(f"--manifest {manifest_path!r}: cannot write it ({e.strerror or e})") from e
     done = 0
     try:
         for kwargs, runs in zip(plan.submissions, plan.runs):
@@ -708,10 +761,11 @@ def run_submit(args: Submit, out: Optional[TextIO] = None) -> int:
             job["submitted_at"] = utc_now()
             manifest["jobs"].append(job)
             done += 1
+            save_manifest(manifest_path, manifest)  # after each job: a killed submission still leaves its ids
             print(f"{job['job_id']}  {job['job_name']}", file=out, flush=True)
     except KeyboardInterrupt:
         manifest["incomplete"] = f"interrupted after {done} of {len(plan.submissions)} submissions"
-        write_manifest(manifest_path, manifest)
+        save_manifest(manifest_path, manifest)
         print(
             f"{PROG}: interrupted: {done} of {len(plan.submissions)} submitted, recorded in {manifest_path}", file=sys.stderr
         )
@@ -720,11 +774,11 @@ def run_submit(args: Submit, out: Optional[TextIO] = None) -> int:
         if done == 0 or not aws_error(e):
             raise
         manifest["incomplete"] = f"{one_line(e)} after {done} of {len(plan.submissions)} submissions"
-        write_manifest(manifest_path, manifest)
+        save_manifest(manifest_path, manifest)
         raise SubmitError(
             f"{done} of {len(plan.submissions)} submitted (recorded in {manifest_path}), then: {one_line(e)}"
         ) from e
-    write_manifest(manifest_path, manifest)
+    save_manifest(manifest_path, manifest)
     what = f"array job of {len(plan.runs[0])} runs" if args.array else plural(done, "job")
     print(f"submitted {what} to {queue}; manifest {manifest_path}", file=out)
     return 0
@@ -1080,8 +1134,14 @@ def run_logs(args: Logs, out: Optional[TextIO] = None) -> int:
         group = log_group_of(job, args.log_group, outputs)
         if len(expanded) > 1:
             print(f"==> {name} ({env_id} seed {seed}) {group} {stream} <==", file=out)
-        for line in log_lines(logs, group, stream, args.tail):
-            print(line, file=out)
+        try:
+            for line in log_lines(logs, group, stream, args.tail):
+                print(line, file=out)
+        except Exception as e:
+            if not aws_error(e):
+                raise
+            print(f"{PROG}: {name}: cannot read {group} {stream}: {one_line(e)}", file=sys.stderr)
+            problems += 1  # the other jobs' logs are still printed
     return 1 if problems else 0
 
 

@@ -411,6 +411,11 @@ REFUSALS = [
     (["--array", "--env-ids", "CartPole-v1", "--num-seeds", 1], "--array needs 2 to 10000 runs"),
     (["--command", "python 'unclosed"], "does not split into words"),
     (["--dry-run", "--image", "cleanrl:x;touch /tmp/pwned"], "--image: invalid image reference"),
+    (["--command", "python cleanrl/ppo.py --seed 7"], "--command sets --seed"),
+    (["--command", "python cleanrl/ppo.py --env-id=Acrobot-v1"], "--command sets --env-id"),
+    (["--env", "HF_TOKEN=hf_secret"], "stored in plain text"),
+    (["--env-ids", "A-v0", "B-v0", "--num-seeds", 3, "--max-jobs", 5], "6 jobs is more than --max-jobs 5"),
+    (["--manifest", "/proc/cleanrl-manifest.json"], "cannot write it"),
     (["--dry-run", "--image", "Cleanrl/Image:1"], "must be lower-case"),
     (["--track", "--job-definition", "nosecret"], "job definition 'nosecret' has no WANDB_API_KEY secret"),
     (["--queue-name", "no-such-queue"], "unknown job queue 'no-such-queue'"),
@@ -583,3 +588,21 @@ def test_a_refusal_through_the_command_line(moto, tmp_path):
     result = cli(moto, *SUBMIT, "--vcpus", 0, cwd=tmp_path)
     assert result.returncode == 2 and result.stderr == "submit: --vcpus must be at least 1, got 0\n"
     assert list(tmp_path.iterdir()) == []
+
+
+def test_follow_commands_use_the_manifests_region(moto, tmp_path):
+    manifest = tmp_path / "m.json"
+    ok(cli(moto, *SUBMIT, *SMALL, "--manifest", manifest, cwd=tmp_path))
+    elsewhere = dict(moto.env, AWS_DEFAULT_REGION="eu-west-1")
+    result = cli(moto, "status", "--manifest", manifest, cwd=tmp_path, env=elsewhere)
+    assert result.returncode == 0 and "NOT FOUND" not in result.stdout, result.stdout + result.stderr
+
+
+def test_gpu_queue_checks():
+    outputs = {"job_queues": {"cpu_spot": {"name": "q-cpu", "gpu": False}, "gpu_spot": {"name": "q-gpu", "gpu": True}}}
+    assert tool.queue_is_gpu("q-cpu", outputs) is False and tool.queue_is_gpu("q-gpu", outputs) is True
+    assert tool.queue_is_gpu("other", outputs) is None and tool.queue_is_gpu("q-cpu", {}) is None
+    definition = {
+        "containerProperties": {"resourceRequirements": [{"type": "VCPU", "value": "2"}, {"type": "GPU", "value": "1"}]}
+    }
+    assert tool.definition_gpus(definition) == 1 and tool.definition_gpus({"containerProperties": {}}) == 0
