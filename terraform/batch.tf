@@ -66,9 +66,13 @@ resource "aws_batch_compute_environment" "this" {
       image_type = each.value.gpu ? "ECS_AL2023_NVIDIA" : "ECS_AL2023"
     }
 
+    # "$Latest" rather than the version number: a number would change with every edit of the template
+    # (root_volume_size_gib) and force Terraform to replace all four environments, which AWS refuses
+    # while their queues use them. Batch resolves "$Latest" when it creates an environment and on an
+    # infrastructure update, so a changed template reaches instances launched after such an update.
     launch_template {
       launch_template_id = aws_launch_template.batch.id
-      version            = aws_launch_template.batch.latest_version
+      version            = "$Latest"
     }
 
     tags = { Name = local.environment_names[each.key] }

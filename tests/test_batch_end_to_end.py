@@ -11,6 +11,7 @@ container has exited.
 """
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -130,7 +131,7 @@ def test_apply_build_submit_succeed_destroy(workdir, podman_socket):
                     "subnet_ids": [s["SubnetId"] for s in subnets[:2]],
                     "security_group_ids": [group["GroupId"]],
                     "wandb_api_key_arn": key_arn,
-                    "image_tag": IMAGE_TAG,
+                    "image_tag": "first",
                 }
             )
         )
@@ -143,12 +144,21 @@ def test_apply_build_submit_succeed_destroy(workdir, podman_socket):
             run(["terraform", "apply", "-auto-approve", "-no-color"], env, cwd=stack)
             applied = True
             timings["terraform apply"] = time.monotonic() - t
+            # a new build: the documented per-change step points the job definition at its tag (a new revision),
+            # and touches nothing else that would need replacing
+            t = time.monotonic()
+            plan = run(["terraform", "plan", "-no-color", "-var", f"image_tag={IMAGE_TAG}"], env, cwd=stack).stdout
+            replaced = re.findall(r"(aws_batch_(?:compute_environment|job_queue)\S+) must be replaced", plan)
+            assert not replaced, plan[-3000:]
+            run(["terraform", "apply", "-auto-approve", "-no-color", "-var", f"image_tag={IMAGE_TAG}"], env, cwd=stack)
+            timings["terraform apply (new image tag)"] = time.monotonic() - t
             outputs = {
                 k: v["value"] for k, v in json.loads(run(["terraform", "output", "-json"], env, cwd=stack).stdout).items()
             }
 
             # the job definition runs the stack's repository at IMAGE_TAG: give the local build that name
             assert outputs["image"] == f"{outputs['ecr_repository_url']}:{IMAGE_TAG}"
+            assert outputs["job_definition_arn"].endswith(":2"), outputs["job_definition_arn"]
             containers.podman("tag", image, outputs["image"])
             tagged = outputs["image"]
 

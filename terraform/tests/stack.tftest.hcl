@@ -146,6 +146,10 @@ run "defaults_compute_environments_and_queues" {
     )
     error_message = "instances require IMDSv2 with hop limit 1 and have an encrypted root volume"
   }
+  assert {
+    condition     = alltrue([for ce in aws_batch_compute_environment.this : ce.compute_resources[0].launch_template[0].version == "$Latest"])
+    error_message = "environments follow the launch template's $Latest version (a version number would force their replacement on every template change)"
+  }
 
   assert {
     condition = alltrue([for k, q in aws_batch_job_queue.this : (
