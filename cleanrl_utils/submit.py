@@ -85,7 +85,7 @@ class Location:
     """a Terraform folder of this project's stack: the queue names, job definition, region, log group and image
     are read from `terraform output -json` there"""
     region: Optional[str] = None
-    """AWS region (default: terraform's `region` output, else the AWS configuration)"""
+    """AWS region (unset: terraform's `region` output, else the AWS configuration)"""
 
 
 @dataclass
@@ -101,24 +101,24 @@ class Submit(Location):
     start_seed: int = 1
     """the first seed"""
     exp_name: Optional[str] = None
-    """prefix of the job names (default: the script's name without `.py`, e.g. `ppo`)"""
+    """prefix of the job names (unset: the script's name without `.py`, e.g. `ppo`)"""
     queue: Optional[str] = None
     """the queue: a key of terraform's `job_queue_names` (cpu_on_demand, cpu_spot, gpu_on_demand, gpu_spot) or a
     queue name"""
     queue_name: Optional[str] = None
     """the queue's name (instead of --queue)"""
     job_definition: Optional[str] = None
-    """job definition name, name:revision or ARN (default: terraform's `job_definition_name`)"""
+    """job definition name, name:revision or ARN (unset: terraform's `job_definition_name`)"""
     vcpus: Optional[int] = None
-    """vCPUs per job (default: the job definition's)"""
+    """vCPUs per job (unset: the job definition's)"""
     memory_mib: Optional[int] = None
-    """memory per job in MiB (default: the job definition's)"""
+    """memory per job in MiB (unset: the job definition's)"""
     gpus: Optional[int] = None
-    """GPUs per job (default: the job definition's)"""
+    """GPUs per job (unset: the job definition's)"""
     timeout_seconds: Optional[int] = None
-    """each attempt is stopped after this many seconds (at least 60; default: the job definition's)"""
+    """each attempt is stopped after this many seconds (at least 60; unset: the job definition's)"""
     attempts: Optional[int] = None
-    """attempts per job, 1 to 10 (default: the job definition's retry strategy)"""
+    """attempts per job, 1 to 10 (unset: the job definition's retry strategy)"""
     env: Annotated[list[str], tyro.conf.UseAppendAction] = field(default_factory=list)
     """extra environment variable KEY=VALUE of every job (repeat the flag for more; never WANDB_API_KEY)"""
     track: bool = False
@@ -131,11 +131,11 @@ class Submit(Location):
     max_jobs: int = 1000
     """refuse to submit more separate jobs than this (a guard against a typo in --num-seeds; --array is one job)"""
     manifest: Optional[str] = None
-    """where to write the manifest JSON (default: runs/batch/{exp_name}-{time}.json; never overwritten)"""
+    """where to write the manifest JSON (unset: runs/batch/{exp_name}-{time}.json; never overwritten)"""
     dry_run: bool = False
     """submit nothing, call no AWS API: print the equivalent `docker run` commands and the submissions"""
     image: Optional[str] = None
-    """dry run: the image for `docker run` (default: terraform's `image` output)"""
+    """dry run: the image for `docker run` (unset: terraform's `image` output)"""
 
 
 @dataclass
@@ -176,7 +176,7 @@ class Logs(Jobs):
     tail: int = 0
     """print only the last N lines of each job (0: all)"""
     log_group: Optional[str] = None
-    """the log group (default: the job's log configuration, terraform's `log_group_name`, else /aws/batch/job)"""
+    """the log group (unset: the job's log configuration, terraform's `log_group_name`, else /aws/batch/job)"""
 
 
 # ---------------------------------------------------------------- configuration
