@@ -1128,7 +1128,8 @@ def run_logs(args: Logs, out: Optional[TextIO] = None) -> int:
         name, env_id, seed = label(target, job)
         stream = log_stream(job)
         if stream is None:
-            print(f"{PROG}: {name}: no log stream yet ({job.get('status')})", file=sys.stderr)
+            when = "" if job.get("status") in DONE else " yet"
+            print(f"{PROG}: {name}: no log stream{when} ({job.get('status')})", file=sys.stderr)
             problems += 1
             continue
         group = log_group_of(job, args.log_group, outputs)
