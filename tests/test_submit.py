@@ -450,28 +450,33 @@ def test_aws_errors_are_one_line_exit_1(moto, tmp_path):
     assert result.returncode == 1 and result.stderr.strip() == "submit: AWS error: Unable to locate credentials"
 
 
-def test_partial_failure_keeps_the_submitted_job_ids(moto, tmp_path, monkeypatch, capsys):
-    """A submission that fails after others succeeded: the manifest keeps those, the message says so."""
+def break_submission(moto, monkeypatch, tmp_path, at_call, fail):
+    """Runs the tool in-process against moto (in tmp_path) with its `submit_job` calling `fail(batch)` instead of
+    submitting on call number `at_call`."""
     for name, value in moto.env.items():
         if name.startswith("AWS_"):
             monkeypatch.setenv(name, value)
     real_clients = tool.clients
 
-    def failing_clients(region):
+    def broken_clients(region):
         batch, logs = real_clients(region)
         real_submit, calls = batch.submit_job, []
 
         def submit_job(**kwargs):
             calls.append(kwargs)
-            if len(calls) == 3:
-                return batch.describe_job_queues(jobQueues=[123])  # botocore refuses the parameter: an AWS-side error
-            return real_submit(**kwargs)
+            return fail(batch) if len(calls) == at_call else real_submit(**kwargs)
 
         batch.submit_job = submit_job
         return batch, logs
 
-    monkeypatch.setattr(tool, "clients", failing_clients)
+    monkeypatch.setattr(tool, "clients", broken_clients)
     monkeypatch.chdir(tmp_path)
+
+
+def test_partial_failure_keeps_the_submitted_job_ids(moto, tmp_path, monkeypatch, capsys):
+    """A submission that fails after others succeeded: the manifest keeps those, the message says so."""
+    # botocore refuses the parameter: an AWS-side error on the third submission
+    break_submission(moto, monkeypatch, tmp_path, 3, lambda batch: batch.describe_job_queues(jobQueues=[123]))
     args = tool.Submit(queue_name="cleanrl-cpu-spot", job_definition="cleanrl", env_ids=["A-v0", "B-v0"], num_seeds=2)
     args.manifest = "p.json"
     with pytest.raises(tool.SubmitError, match=r"^2 of 4 submitted \(recorded in p.json\), then: "):
@@ -481,26 +486,10 @@ def test_partial_failure_keeps_the_submitted_job_ids(moto, tmp_path, monkeypatch
 
 
 def test_interrupt_writes_the_manifest_and_exits_130(moto, tmp_path, monkeypatch):
-    for name, value in moto.env.items():
-        if name.startswith("AWS_"):
-            monkeypatch.setenv(name, value)
-    real_clients = tool.clients
+    def interrupt(batch):
+        raise KeyboardInterrupt
 
-    def interrupting_clients(region):
-        batch, logs = real_clients(region)
-        real_submit, calls = batch.submit_job, []
-
-        def submit_job(**kwargs):
-            calls.append(kwargs)
-            if len(calls) == 2:
-                raise KeyboardInterrupt
-            return real_submit(**kwargs)
-
-        batch.submit_job = submit_job
-        return batch, logs
-
-    monkeypatch.setattr(tool, "clients", interrupting_clients)
-    monkeypatch.chdir(tmp_path)
+    break_submission(moto, monkeypatch, tmp_path, 2, interrupt)
     args = tool.Submit(queue_name="cleanrl-cpu-spot", job_definition="cleanrl", env_ids=["A-v0", "B-v0"], num_seeds=1)
     args.manifest = "i.json"
     assert tool.run_submit(args) == tool.INTERRUPT_EXIT
