@@ -62,6 +62,7 @@ SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 # software rasteriser (MUJOCO_GL=egl without a GPU; on a GPU host the NVIDIA runtime adds its own EGL
 # vendor library), and tini as PID 1 so that SIGTERM from `docker stop` or AWS Batch reaches the script
 # and the subprocesses of async vector envs are reaped. ffmpeg for the videos ships inside imageio-ffmpeg.
+# envpool's Procgen games (ppo_procgen.py, ppg_procgen.py) load the Qt 5 GUI runtime.
 # Versions are not pinned: a pin names one Debian point release and breaks the build as soon as a
 # security update replaces that version on the mirror; the base image tag fixes the release (DL3008).
 # hadolint ignore=DL3008
@@ -74,6 +75,7 @@ RUN apt-get update \
         libgl1-mesa-dri \
         libgles2 \
         libopengl0 \
+        libqt5gui5 \
         tini \
     && rm -rf /var/lib/apt/lists/*
 

@@ -169,11 +169,16 @@ def main(args: Args) -> list[float]:
 
     script = load_script(args.exp_name)  # imports what registers the script's envs (ale-py for Atari)
     env_id = read_checkpoint(args.model_path)["args"]["env_id"]
+    error = None
     try:
-        script.gym.spec(env_id)
+        if hasattr(script, "env_error"):  # envs outside Gymnasium's registry (envpool, PettingZoo): the script checks
+            error = script.env_error(env_id)
+        else:
+            script.gym.spec(env_id)
     except Exception as e:  # an env this machine does not have (a missing extra or a custom registration)
-        first_line = (str(e).splitlines() or [""])[0] or type(e).__name__
-        print(f"enjoy: the checkpoint's env {env_id} cannot be made here ({first_line})", file=sys.stderr)
+        error = (str(e).splitlines() or [""])[0] or type(e).__name__
+    if error is not None:
+        print(f"enjoy: the checkpoint's env {env_id} cannot be made here ({error})", file=sys.stderr)
         sys.exit(2)
     device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
     run_name = f"{env_id.replace('/', '-')}__{args.exp_name}__enjoy__{int(time.time())}"
