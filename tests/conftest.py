@@ -36,6 +36,22 @@ def run_script(script, *args, cwd, timeout=600, env=None):
     )
 
 
+@pytest.fixture(scope="session")
+def fork_script():
+    """`run_script` for the many refusal tests: the command line runs in a forked child of a process that imported
+    torch once (tests/forked_scripts.py), the same code path as a fresh interpreter without its seconds of imports."""
+    from forked_scripts import ScriptForker
+
+    forker = ScriptForker(script_env())
+
+    def run(script, *args, cwd, timeout=120, env=None):
+        path = script if os.path.isabs(str(script)) else SCRIPTS / script
+        return forker.run(path, args, cwd, env=env, timeout=timeout)
+
+    yield run
+    forker.close()
+
+
 def check_ok(result):
     assert result.returncode == 0, (
         f"exit {result.returncode}\nstdout:\n{result.stdout[-3000:]}\nstderr:\n{result.stderr[-3000:]}"

@@ -161,9 +161,9 @@ CASES = [
 
 
 @pytest.mark.parametrize("flags,message", CASES, ids=[" ".join(map(str, f)) for f, _ in CASES])
-def test_bad_input_exits_2_with_one_line_and_creates_nothing(flags, message, workdir):
+def test_bad_input_exits_2_with_one_line_and_creates_nothing(flags, message, workdir, fork_script):
     script = "rpo_continuous_action.py"
-    result = run_script(script, "--capture-video", "--track", "--save-model", *flags, cwd=workdir, timeout=120)
+    result = fork_script(script, "--capture-video", "--track", "--save-model", *flags, cwd=workdir, timeout=120)
     assert result.returncode == 2, result.stderr
     error_lines = [line for line in result.stderr.splitlines() if line.startswith(script)]
     assert len(error_lines) == 1 and message in error_lines[0], result.stderr

@@ -1,7 +1,7 @@
 """What every script must do (script contract §3, §5, §7), run as a user would: a subprocess.
 
-Every script: the --capture-video, --save-model and --track paths with a tiny budget, and a run of the
-file copied alone into an empty folder. PPO scripts: their default flags and validation cases (the
+Every script: the file copied alone into an empty folder runs with --capture-video, --save-model and --track
+(offline) at a tiny budget, one run for all three paths. PPO scripts: their default flags and validation cases (the
 value-based ones have theirs in test_value_based_scripts.py).
 """
 
@@ -42,21 +42,20 @@ def test_default_flags(script, workdir):
 
 
 @pytest.mark.parametrize("script", ALL)
-def test_capture_video(script, workdir):
-    check_ok(run_script(script, *TINY[script], *VIDEO_ENV.get(script, []), "--capture-video", cwd=workdir))
-    run_dir = only_run_dir(workdir)
-    videos = list((workdir / "videos" / run_dir.name).glob("*.mp4"))
-    assert videos and all(v.stat().st_size > 0 for v in videos)
-
-
-@pytest.mark.parametrize("script", ALL)
-def test_copied_file_saves_and_evaluates_its_model(script, tmp_path):
-    # the file copied alone into an empty folder (a researcher's copy-and-edit) runs, saves and evaluates
+def test_copied_file_runs_every_output_path(script, tmp_path):
+    # the file copied alone into an empty folder (a researcher's copy-and-edit) runs with --capture-video,
+    # --save-model (then evaluates) and --track (W&B offline): every output path, in one run to hold CI time
     alone = tmp_path / "alone"
     alone.mkdir()
     shutil.copy(SCRIPTS / script, alone / script)
-    check_ok(run_script(alone / script, *TINY[script], "--save-model", cwd=alone))
+    env = script_env() | {"WANDB_MODE": "offline"}
+    flags = [*VIDEO_ENV.get(script, []), "--capture-video", "--save-model", "--track"]
+    check_ok(run_script(alone / script, *TINY[script], *flags, cwd=alone, env=env))
     run_dir = only_run_dir(alone)
+
+    videos = list((alone / "videos" / run_dir.name).glob("*.mp4"))
+    assert videos and all(v.stat().st_size > 0 for v in videos)
+
     model_path = run_dir / f"{script[:-3]}.cleanrl_model"
     checkpoint = torch.load(model_path, map_location="cpu", weights_only=True)
     assert checkpoint["args"]["env_id"] and checkpoint["args"]["seed"] == 1
@@ -64,22 +63,10 @@ def test_copied_file_saves_and_evaluates_its_model(script, tmp_path):
     steps, returns = read_scalars(str(run_dir), "eval/episodic_return")
     assert list(steps) == list(range(10)) and len(returns) == 10
 
-
-@pytest.mark.parametrize("script", ALL)
-def test_track_offline(script, workdir):
-    env = script_env() | {"WANDB_MODE": "offline"}
-    check_ok(run_script(script, *TINY[script], "--track", cwd=workdir, env=env))
-    offline_runs = list((workdir / "wandb").glob("offline-run-*"))
-    assert len(offline_runs) == 1
-    assert list(offline_runs[0].glob("*.wandb"))
-
-
-def test_track_uploads_videos(workdir):
-    env = script_env() | {"WANDB_MODE": "offline"}
-    check_ok(run_script("ppo.py", *TINY["ppo.py"], "--track", "--capture-video", "--save-model", cwd=workdir, env=env))
-    (offline_run,) = (workdir / "wandb").glob("offline-run-*")
-    # the training video and the evaluation video share a file name in different folders: both go up
-    made = list((workdir / "videos").glob("*/*.mp4"))
+    (offline_run,) = (alone / "wandb").glob("offline-run-*")
+    assert list(offline_run.glob("*.wandb"))
+    # the training and the evaluation videos share file names in different folders: both go up
+    made = list((alone / "videos").glob("*/*.mp4"))
     assert len(made) >= 2 and len(list(offline_run.glob("files/media/videos/*.mp4"))) == len(made)
 
 
@@ -159,8 +146,8 @@ CASES += [(s, ["--env-id", env_id], "doesn't exist") for s, env_id in UNKNOWN_EN
 
 
 @pytest.mark.parametrize("script,flags,message", CASES, ids=[f"{s}:{' '.join(map(str, f))}" for s, f, _ in CASES])
-def test_bad_input_exits_2_with_one_line_and_creates_nothing(script, flags, message, workdir):
-    result = run_script(script, "--capture-video", "--track", "--save-model", *flags, cwd=workdir, timeout=120)
+def test_bad_input_exits_2_with_one_line_and_creates_nothing(script, flags, message, workdir, fork_script):
+    result = fork_script(script, "--capture-video", "--track", "--save-model", *flags, cwd=workdir, timeout=120)
     assert result.returncode == 2, result.stderr
     error_lines = [line for line in result.stderr.splitlines() if line.startswith(script)]
     assert len(error_lines) == 1 and message in error_lines[0], result.stderr

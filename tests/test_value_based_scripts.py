@@ -121,6 +121,6 @@ CASES += [
 
 
 @pytest.mark.parametrize("script,flags,message", CASES, ids=[f"{s}:{' '.join(map(str, f))}" for s, f, _ in CASES])
-def test_bad_input_exits_2_with_one_line_and_creates_nothing(script, flags, message, workdir):
-    result = run_script(script, "--capture-video", "--track", "--save-model", *flags, cwd=workdir, timeout=120)
+def test_bad_input_exits_2_with_one_line_and_creates_nothing(script, flags, message, workdir, fork_script):
+    result = fork_script(script, "--capture-video", "--track", "--save-model", *flags, cwd=workdir, timeout=120)
     check_refused(result, script, message, workdir)

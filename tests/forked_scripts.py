@@ -1,0 +1,114 @@
+"""Runs a script's command line in a forked child of a process that has already imported torch.
+
+The refusal tests start a script hundreds of times only to see it stop at its input checks, and each
+fresh interpreter spends seconds importing torch. Here one server process per test worker imports the
+heavy libraries once; every request forks a child that does what `python SCRIPT ARGS...` would do —
+`sys.argv` set, the working directory and environment of the request, `runpy.run_path(...,
+run_name="__main__")`, SystemExit and uncaught exceptions turned into exit codes as the interpreter
+does, atexit handlers run — with file descriptors 1 and 2 written to files, so output from C code
+counts too. The server imports no gymnasium plugin and no script, so env registrations (ale-py's,
+MuJoCo's) happen in the child exactly as in a fresh process.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from types import SimpleNamespace
+
+SERVER = r"""
+import atexit, json, os, runpy, signal, sys, time, traceback
+import numpy, torch, tyro, gymnasium  # the slow imports, paid once
+from torch.utils.tensorboard import SummaryWriter  # noqa: F401
+
+def child(request, out_path, err_path):
+    out = os.open(out_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    err = os.open(err_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    os.dup2(out, 1)
+    os.dup2(err, 2)
+    sys.stdin = open(os.devnull)
+    os.chdir(request["cwd"])
+    os.environ.update(request["env"])
+    sys.argv = [request["script"], *request["args"]]
+    sys.path[0] = os.path.dirname(request["script"])
+    code = 0
+    try:
+        runpy.run_path(request["script"], run_name="__main__")
+    except SystemExit as e:
+        if e.code is None:
+            code = 0
+        elif isinstance(e.code, int):
+            code = e.code
+        else:
+            print(e.code, file=sys.stderr)
+            code = 1
+    except BaseException:
+        traceback.print_exc()
+        code = 1
+    try:
+        atexit._run_exitfuncs()
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+for line in sys.stdin:
+    request = json.loads(line)
+    pid = os.fork()
+    if pid == 0:
+        child(request, request["stdout"], request["stderr"])
+    deadline = time.monotonic() + request["timeout"]
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            returncode = os.waitstatus_to_exitcode(status)
+            break
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            returncode = None
+            break
+        time.sleep(0.01)
+    print(json.dumps({"returncode": returncode}), flush=True)
+"""
+
+
+class ScriptForker:
+    """One server process; `run(script_path, args, cwd, env, timeout)` returns an object with
+    `returncode` (None after a timeout), `stdout` and `stderr`, like `subprocess.run(..., text=True)`."""
+
+    def __init__(self, env):
+        self.env = env
+        self.scratch = tempfile.TemporaryDirectory(prefix="forked-scripts-")
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", SERVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, text=True
+        )
+
+    def run(self, script_path, args, cwd, env=None, timeout=120):
+        out, err = os.path.join(self.scratch.name, "stdout"), os.path.join(self.scratch.name, "stderr")
+        request = {
+            "script": str(script_path),
+            "args": [str(a) for a in args],
+            "cwd": str(cwd),
+            "env": {k: v for k, v in (env or {}).items() if self.env.get(k) != v},
+            "timeout": timeout,
+            "stdout": out,
+            "stderr": err,
+        }
+        self.process.stdin.write(json.dumps(request) + "\n")
+        self.process.stdin.flush()
+        reply = self.process.stdout.readline()
+        if not reply:
+            raise RuntimeError(f"the script-forking server died (exit {self.process.poll()})")
+        with open(out) as f_out, open(err) as f_err:
+            return SimpleNamespace(returncode=json.loads(reply)["returncode"], stdout=f_out.read(), stderr=f_err.read())
+
+    def close(self):
+        self.process.stdin.close()
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self.scratch.cleanup()
