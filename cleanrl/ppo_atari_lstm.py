@@ -103,7 +103,7 @@ class Args:
     target_kl: Optional[float] = None
     """the target KL divergence threshold (stops the epochs of an update early)"""
     max_episode_steps: int = 27000
-    """a game is truncated after this many agent steps of 4 frames, its no-op start included (ALE's own limit)"""
+    """a game is truncated after this many agent steps of 4 frames, its no-op start included (27000: ALE's own limit)"""
 
 
 class NoopResetEnv(gym.Wrapper):
@@ -442,7 +442,7 @@ model-index:
 
 # PPO-LSTM agent playing {args.env_id}
 
-A PPO-LSTM (Proximal Policy Optimization with a recurrent, LSTM agent) agent trained on `{args.env_id}` by CleanRL's single-file script
+A PPO-LSTM agent (Proximal Policy Optimization with an LSTM memory) trained on `{args.env_id}` by CleanRL's single-file script
 [`{script}`]({script}), which is included in this repository with the checkpoint `{args.exp_name}.cleanrl_model`
 and the TensorBoard logs of the run.
 

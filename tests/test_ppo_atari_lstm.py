@@ -116,7 +116,7 @@ def test_env_gives_one_frame(lstm):
     env.close()
 
 
-def simulated_rollout(lstm, agent, next_obs, next_done, next_lstm_state, dones, truncated_at, final_obs_of):
+def simulated_rollout(agent, next_obs, next_done, next_lstm_state, dones, truncated_at, final_obs):
     """Acts as the script's rollout does, step by step, on given observations and episode ends; a truncation
     at (t, n) also computes V(final obs) with the old episode's state. Returns what the update needs."""
     num_steps, num_envs = dones.shape
@@ -132,7 +132,7 @@ def simulated_rollout(lstm, agent, next_obs, next_done, next_lstm_state, dones, 
             record["actions"][t], record["logprobs"][t], record["values"][t] = action[0], logprob[0], value[0]
             for n in truncated_at.get(t, []):
                 state = (next_lstm_state[0][:, [n]], next_lstm_state[1][:, [n]])
-                final = final_obs_of(t, n).unsqueeze(0).unsqueeze(0)
+                final = final_obs[t, n][None, None]
                 record["final_values"][t, n] = agent.get_value(final, state, torch.zeros(1, 1))[0, 0]
             next_done = dones[t]
     return record, next_done, next_lstm_state
@@ -157,7 +157,7 @@ def test_update_replay_reproduces_the_rollout_exactly(lstm):
     ]:
         initial_state, initial_done = (next_lstm_state[0].clone(), next_lstm_state[1].clone()), next_done.clone()
         record, next_done, next_lstm_state = simulated_rollout(
-            lstm, agent, frames_k, next_done, next_lstm_state, dones, truncated_at, lambda t, n: finals_k[t, n]
+            agent, frames_k, next_done, next_lstm_state, dones, truncated_at, finals_k
         )
         starts = lstm.episode_starts(dones, initial_done)
         assert torch.equal(starts, record["starts"])  # the replay's resets are the rollout's
@@ -195,7 +195,8 @@ def test_evaluation_resets_the_state_at_every_episode_start(lstm, monkeypatch, w
     torch.manual_seed(0)
     agent = lstm.Agent(4)
     model_path = workdir / "agent.cleanrl_model"
-    torch.save({"model": agent.state_dict(), "args": {"env_id": "BreakoutNoFrameskip-v4", "seed": 1, "max_episode_steps": 25}}, model_path)
+    saved_args = {"env_id": "BreakoutNoFrameskip-v4", "seed": 1, "max_episode_steps": 25}
+    torch.save({"model": agent.state_dict(), "args": saved_args}, model_path)
     seen_starts, seen_dones = [], []
 
     class RecordingAgent(lstm.Agent):
