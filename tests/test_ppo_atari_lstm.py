@@ -1,6 +1,6 @@
 """ppo_atari_lstm.py: where the LSTM state is reset under SAME_STEP autoreset (by hand), that a state carried
 across a reset leaves no trace, that the update's sequence replay gives back the rollout's log-probabilities
-and values exactly, that evaluation resets at episode starts too, and the script run as a user would."""
+and values (to float32 rounding), that evaluation resets at episode starts too, and the script run as a user would."""
 
 import shutil
 
@@ -138,7 +138,7 @@ def simulated_rollout(agent, next_obs, next_done, next_lstm_state, dones, trunca
     return record, next_done, next_lstm_state
 
 
-def test_update_replay_reproduces_the_rollout_exactly(lstm):
+def test_update_replay_reproduces_the_rollout(lstm):
     torch.manual_seed(3)
     agent = lstm.Agent(4)
     num_steps, num_envs = 10, 4
