@@ -85,7 +85,7 @@ class Args:
     gae_lambda: float = 0.95
     """the lambda for the general advantage estimation"""
     num_minibatches: int = 4
-    """the number of mini-batches"""
+    """the number of mini-batches, each of whole env sequences (it must divide --num-envs)"""
     update_epochs: int = 4
     """the K epochs to update the policy"""
     norm_adv: bool = True
