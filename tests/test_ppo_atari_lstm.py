@@ -281,8 +281,8 @@ def test_copied_file_records_saves_evaluates_and_tracks(tmp_path):
         (["--env-id", "CartPole-v1"], "CartPole-v1 is not an ale-py Atari game"),
     ],
 )
-def test_bad_input_exits_2_with_one_line_and_creates_nothing(flags, message, workdir):
-    result = run_script(SCRIPT, "--capture-video", "--track", "--save-model", *flags, cwd=workdir, timeout=120)
+def test_bad_input_exits_2_with_one_line_and_creates_nothing(flags, message, workdir, fork_script):
+    result = fork_script(SCRIPT, "--capture-video", "--track", "--save-model", *flags, cwd=workdir, timeout=120)
     check_refused(result, SCRIPT, message, workdir)
 
 
