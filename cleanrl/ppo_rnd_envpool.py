@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 import envpool
+import gymnasium as gym
 import numpy as np
 import torch
 import torch.nn as nn
@@ -171,7 +172,8 @@ class GameRecorder:
             self.frames.append(self.envs.render()[0])
         if game_over:
             if self.frames is not None:
-                save_video(self.frames, self.video_dir, episode_index=self.game, fps=30)
+                # 60 Hz Atari frames, every 4th one kept: 15 frames per second is real time
+                save_video(self.frames, self.video_dir, episode_index=self.game, fps=15)
             self.game += 1
             self.frames = [] if capped_cubic_video_schedule(self.game) else None
 
@@ -478,7 +480,14 @@ def model_card(args, repo_id, episodic_returns, video):
     mean, std = float(np.mean(episodic_returns)), float(np.std(episodic_returns))
     command = shlex.join(["python", script, *sys.argv[1:]])
     hyperparameters = "\n".join(f"| {key} | {value} |" for key, value in vars(args).items())
-    versions = [platform.python_version(), torch.__version__, envpool.__version__, np.__version__, huggingface_hub.__version__]
+    versions = [
+        platform.python_version(),
+        torch.__version__,
+        gym.__version__,
+        envpool.__version__,
+        np.__version__,
+        huggingface_hub.__version__,
+    ]
     return f"""---
 tags:
 - {args.env_id}
@@ -535,8 +544,8 @@ python -m cleanrl_utils.enjoy --exp-name {args.exp_name} --hf-repository {repo_i
 
 ## Versions
 
-| python | torch | envpool | numpy | huggingface_hub | {script} sha256 |
-|-|-|-|-|-|-|
+| python | torch | gymnasium | envpool | numpy | huggingface_hub | {script} sha256 |
+|-|-|-|-|-|-|-|
 | {" | ".join(versions)} | {script_sha256} |
 """
 
@@ -889,17 +898,11 @@ if __name__ == "__main__":
 
     if args.save_model:
         model_path = f"runs/{run_name}/{args.exp_name}.cleanrl_model"
-        # playing needs only the agent; the RND networks and statistics are kept to compute the intrinsic rewards
-        torch.save(
-            {
-                "model": agent.state_dict(),
-                "args": vars(args),
-                "rnd_model": rnd_model.state_dict(),
-                "obs_rms": obs_rms.state_dict(),
-                "reward_rms": reward_rms.state_dict(),
-            },
-            model_path,
-        )
+        # playing needs only the agent; the RND networks and statistics are kept to compute the intrinsic rewards.
+        # CPU copies, so that a machine without CUDA loads the file as it is
+        states = {"model": agent, "rnd_model": rnd_model, "obs_rms": obs_rms, "reward_rms": reward_rms}
+        checkpoint = {key: {k: v.cpu() for k, v in part.state_dict().items()} for key, part in states.items()}
+        torch.save(checkpoint | {"args": vars(args)}, model_path)
         print(f"model saved to {model_path}")
         episodic_returns = evaluate(model_path, 10, run_name, device, capture_video=args.capture_video)
         for idx, episodic_return in enumerate(episodic_returns):
