@@ -8,16 +8,17 @@
 # standard deviation of its discounted sum, the predictor trained on 25% of each minibatch; PPO,
 # Schulman et al. 2017 (arXiv:1707.06347); GAE, Schulman et al. 2016 (arXiv:1506.02438); sticky actions
 # (probability 0.25), Machado et al. 2018 (JAIR, "Revisiting the Arcade Learning Environment"); EnvPool,
-# Weng et al. 2022 (arXiv:2206.10558). Defaults are CleanRL's published ones.
+# Weng et al. 2022 (arXiv:2206.10558). Defaults are CleanRL's published ones, but for --episodic-life.
 # Deliberate differences from the paper: CleanRL's PPO machinery (learning-rate annealing, per-minibatch
 # advantage normalisation, a clipped extrinsic value loss, gradient clipping at norm 0.5); envpool's
 # standard Atari preprocessing (up to 30 no-op starts, FIRE on reset) and time limit of 27000 agent steps
 # (the paper: 18000 frames, 4500 agent steps). Deliberate differences from CleanRL's published script: a
 # lost life does not end the agent's episode by default (as in the paper; --episodic-life restores
-# CleanRL's setting); the predictor learns from, and the intrinsic reward is computed on, the next
-# observation of each step; an episode cut by the time limit bootstraps from the value of its true final
-# observation; the step after an episode's end, where envpool resets the game and ignores the action,
-# is left out of every loss, of the intrinsic returns and of the running statistics.
+# CleanRL's setting); the predictor learns from the next observation of each step, the one its intrinsic
+# reward is computed on (CleanRL's script: the current one); an episode cut by the time limit bootstraps
+# from the value of its true final observation; the step after an episode's end, where envpool resets the
+# game and ignores the action, is left out of every loss, of the intrinsic returns and of the running
+# statistics.
 import hashlib
 import os
 import platform
@@ -689,6 +690,7 @@ if __name__ == "__main__":
                     uploaded_videos.add(path)
                     wandb.log({"videos": wandb.Video(path, format="mp4")})
 
+    # envpool seeds its envs from --seed when it makes them (its reset takes no seed)
     envs = make_env(args.env_id, args.num_envs, args.seed, args.max_episode_steps, args.episodic_life, args.capture_video)
     n_actions = envs.single_action_space.n
     print(
@@ -710,7 +712,11 @@ if __name__ == "__main__":
     # Observation statistics from random play. Like everywhere else, the RND networks' inputs are the next frames
     # of steps that are not reset steps, so those are the frames the statistics describe.
     init_steps = args.num_iterations_obs_norm_init * args.num_steps
-    print(f"initialising the observation statistics with {init_steps * args.num_envs} random-action steps", flush=True)
+    print(
+        f"initialising the observation statistics with {init_steps * args.num_envs} random-action steps "
+        "(not counted in global_step)",
+        flush=True,
+    )
     envs.reset()
     next_done = np.zeros(args.num_envs, dtype=bool)
     for _ in range(init_steps):
@@ -785,6 +791,7 @@ if __name__ == "__main__":
                     for start in range(0, args.batch_size, args.minibatch_size)
                 ]
             ).view(args.num_steps, args.num_envs)
+            # reset steps' rewards (the novelty of a first frame no action led to) enter neither the scale nor the returns
             int_returns_so_far = torch.stack([reward_filter.update(int_rewards[t], valid[t]) for t in range(args.num_steps)])
             reward_rms.update(int_returns_so_far[valid.bool()])
             int_rewards = int_rewards / torch.sqrt(reward_rms.var + 1e-8).float()
