@@ -63,3 +63,19 @@ QDAGGER_TINY = [
     "--buffer-size", 1000,
     "--batch-size", 4,
 ]  # fmt: skip
+
+# The issue-7 variants (PPO-LSTM, envpool, multi-process, PettingZoo, Procgen, RND, PQN on envpool): each test file
+# runs its own default and copied-file runs with these, so they are not in TINY (test_scripts.py would run them
+# again); the Hub round trip (-m hub_all) uses them too. Short time limits make games (and the 10 evaluation
+# games) end inside the budget.
+VARIANT_TINY = {
+    "ppo_atari_lstm.py": [
+        "--total-timesteps", 128, "--num-envs", 2, "--num-steps", 32, "--num-minibatches", 2, "--update-epochs", 1,
+        "--max-episode-steps", 40,
+    ],
+    # two iterations of 2 envs x 32 steps; Montezuma's random play scores 0
+    "ppo_rnd_envpool.py": [
+        "--total-timesteps", 128, "--num-envs", 2, "--num-steps", 32, "--update-epochs", 1,
+        "--num-iterations-obs-norm-init", 1, "--max-episode-steps", 40,
+    ],
+}  # fmt: skip

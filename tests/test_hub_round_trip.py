@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 import torch
 
-from budgets import QDAGGER_TINY, TINY, VIDEO_ENV
+from budgets import QDAGGER_TINY, TINY, VARIANT_TINY, VIDEO_ENV
 from cleanrl_utils.enjoy import scripts_that_evaluate
 from cleanrl_utils.report import read_scalars
 from conftest import REPO, SCRIPTS, check_ok, check_refused, only_run_dir, run_script, script_env
@@ -45,6 +45,8 @@ ALGORITHM = {
     "td3_continuous_action.py": "TD3",
     "ddpg_continuous_action.py": "DDPG",
     "sac_atari.py": "SAC-discrete",
+    "ppo_atari_lstm.py": "PPO-LSTM",
+    "ppo_rnd_envpool.py": "PPO-RND",
 }
 
 
@@ -90,7 +92,7 @@ def test_upload_pushes_the_run_and_enjoy_evaluates_it_from_the_hub(script, hub, 
     if script == QDAGGER:
         budget = ["--teacher-model-path", request.getfixturevalue("teacher_path"), *QDAGGER_TINY]
     else:
-        budget = TINY[script]
+        budget = (TINY | VARIANT_TINY)[script]
     flags = [*budget, *VIDEO_ENV.get(script, []), "--save-model", "--upload-model", "--capture-video"]
     result = run_script(script, *flags, cwd=workdir, env=env)
     check_ok(result)

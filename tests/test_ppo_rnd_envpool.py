@@ -7,20 +7,13 @@ import shutil
 import pytest
 import torch
 
+from budgets import VARIANT_TINY
 from cleanrl_utils.report import read_scalars
 from conftest import SCRIPTS, check_ok, check_refused, load_script, only_run_dir, run_script, script_env
 
 rnd = load_script("ppo_rnd_envpool")
 SCRIPT = "ppo_rnd_envpool.py"
-# two iterations of 2 envs x 32 steps; games cut at 40 steps so that some end (Montezuma's random play scores 0)
-TINY = [
-    "--total-timesteps", 128,
-    "--num-envs", 2,
-    "--num-steps", 32,
-    "--update-epochs", 1,
-    "--num-iterations-obs-norm-init", 1,
-    "--max-episode-steps", 40,
-]  # fmt: skip
+TINY = VARIANT_TINY[SCRIPT]  # games cut at 40 steps so that some end
 PPO_TAGS = [
     "charts/learning_rate",
     "charts/SPS",
@@ -278,6 +271,6 @@ REFUSED = [
 
 
 @pytest.mark.parametrize("flags,message", REFUSED, ids=[" ".join(map(str, f)) for f, _ in REFUSED])
-def test_bad_input_is_refused(flags, message, workdir):
-    result = run_script(SCRIPT, "--capture-video", "--track", "--save-model", *flags, cwd=workdir, timeout=120)
+def test_bad_input_is_refused(flags, message, workdir, fork_script):
+    result = fork_script(SCRIPT, "--capture-video", "--track", "--save-model", *flags, cwd=workdir, timeout=120)
     check_refused(result, SCRIPT, message, workdir)
