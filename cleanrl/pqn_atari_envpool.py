@@ -228,8 +228,8 @@ def env_error(env_id):
 
 def validation_error(args):
     """The first problem with the command-line values as one line, or None when all is well."""
-    if not 0 <= args.seed <= 2**31 - 1 - 100_000:
-        return f"--seed must be in [0, {2**31 - 1 - 100_000}] (envpool takes int32 seeds; evaluation uses seed + 100000), got {args.seed}"
+    if not 0 <= args.seed <= 2**31 - 1 - 100_000:  # envpool takes int32 seeds; evaluation uses seed + 100000
+        return f"--seed must be in [0, {2**31 - 1 - 100_000}] (envpool takes int32 seeds), got {args.seed}"
     if "/" in args.exp_name or "__" in args.exp_name or not args.exp_name:
         return f"--exp-name {args.exp_name!r} must be non-empty, without '/' or '__' (they split run names)"
     run_name_bytes = len(f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}".encode())

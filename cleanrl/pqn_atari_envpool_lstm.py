@@ -2,14 +2,14 @@
 # a frame stack. Paper: Gallici et al. 2024, "Simplifying Deep Temporal Difference Learning" (arXiv:2407.04811).
 # No replay buffer and no target network: many envs collect short rollouts in parallel, the current network
 # turns them into Q(λ) returns, and Q(s, a) is regressed on them for a few epochs of minibatches; LayerNorm
-# after every hidden layer keeps this stable. The recurrent Q-network follows Hausknecht & Stone 2015 ("Deep
-# Recurrent Q-Learning for Partially Observable MDPs", arXiv:1507.06527): one 84x84 frame a step into a
-# Nature CNN, then an LSTM; its memory is replayed from the rollout's first step for every update (minibatches
-# are whole env sequences), with the LSTM details of Huang et al. 2022 ("The 37 Implementation Details of
-# Proximal Policy Optimization", ICLR blog track). The Atari preprocessing of Mnih et al. 2015 (Nature) runs
-# inside envpool (Weng et al. 2022, "EnvPool"): up to 30 NOOPs at the start, FIRE on reset, 4-frame skip with
-# max-pooling, 84x84 grayscale, no frame stack, a life loss ends the agent's episode (and its memory), rewards
-# clipped by sign, no sticky actions.
+# after every layer of the CNN and its dense layer keeps this stable. The recurrent Q-network follows
+# Hausknecht & Stone 2015 ("Deep Recurrent Q-Learning for Partially Observable MDPs", arXiv:1507.06527): one
+# 84x84 frame a step into a Nature CNN, then an LSTM; its memory is replayed from the rollout's first step for
+# every update (minibatches are whole env sequences), with the LSTM details of Huang et al. 2022 ("The 37
+# Implementation Details of Proximal Policy Optimization", ICLR blog track). The Atari preprocessing of Mnih
+# et al. 2015 (Nature) runs inside envpool (Weng et al. 2022, "EnvPool"): up to 30 NOOPs at the start, FIRE on
+# reset, 4-frame skip with max-pooling, 84x84 grayscale, no frame stack, a life loss ends the agent's episode
+# (and its memory), rewards clipped by sign, no sticky actions.
 # Defaults are CleanRL's published ones (128 envs x 32 steps, 32 minibatches x 2 epochs, RAdam with lr 2.5e-4
 # annealed linearly to 0, γ 0.99, λ 0.65, grad-norm clipping 10, ε 1 → 0.01 over the first 10 %, MSE loss,
 # a 128-unit LSTM).
@@ -275,8 +275,8 @@ def env_error(env_id):
 
 def validation_error(args):
     """The first problem with the command-line values as one line, or None when all is well."""
-    if not 0 <= args.seed <= 2**31 - 1 - 100_000:
-        return f"--seed must be in [0, {2**31 - 1 - 100_000}] (envpool takes int32 seeds; evaluation uses seed + 100000), got {args.seed}"
+    if not 0 <= args.seed <= 2**31 - 1 - 100_000:  # envpool takes int32 seeds; evaluation uses seed + 100000
+        return f"--seed must be in [0, {2**31 - 1 - 100_000}] (envpool takes int32 seeds), got {args.seed}"
     if "/" in args.exp_name or "__" in args.exp_name or not args.exp_name:
         return f"--exp-name {args.exp_name!r} must be non-empty, without '/' or '__' (they split run names)"
     run_name_bytes = len(f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}".encode())

@@ -9,13 +9,15 @@ reset step (reward 0, action ignored) and is masked out of the loss.
 """
 
 import shutil
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 import torch
 
 from cleanrl_utils.report import read_scalars
-from conftest import SCRIPTS, check_ok, check_refused, load_script, only_run_dir, run_script, script_env
+from conftest import REPO, SCRIPTS, check_ok, check_refused, load_script, only_run_dir, run_script, script_env
 
 SCRIPT = "pqn_atari_envpool.py"
 MAX_EPISODE_STEPS = 30
@@ -182,3 +184,18 @@ def test_bad_input_exits_2_with_one_line_and_creates_nothing(flags, message, wor
 def test_env_error_accepts_envpool_atari_ids():
     assert pqn.env_error("Pong-v5") is None
     assert "not an envpool Atari game" in pqn.env_error("StarpilotEasy-v0")
+
+
+def test_benchmark_script_runs_and_reports(tmp_path):
+    env = script_env() | {"PYTHON": sys.executable, "OUT": str(tmp_path / "out"), "RESULTS": str(tmp_path)}
+    env |= {"ENVS": "Breakout-v5", "SEEDS": "1", "STEPS": "96"}
+    result = subprocess.run(
+        ["bash", "benchmark/pqn_atari_envpool.sh", *map(str, TINY[:6]), "--max-episode-steps", 20],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    assert "| pqn_atari_envpool | Breakout-v5 | 1 | 1 |" in (tmp_path / "pqn_atari_envpool" / "report.md").read_text()

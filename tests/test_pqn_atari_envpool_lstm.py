@@ -5,12 +5,14 @@ Its Q(λ) returns are tested with pqn_atari_envpool.py's in test_pqn_atari_envpo
 """
 
 import shutil
+import subprocess
+import sys
 
 import pytest
 import torch
 
 from cleanrl_utils.report import read_scalars
-from conftest import SCRIPTS, check_ok, check_refused, load_script, only_run_dir, run_script, script_env
+from conftest import REPO, SCRIPTS, check_ok, check_refused, load_script, only_run_dir, run_script, script_env
 
 SCRIPT = "pqn_atari_envpool_lstm.py"
 MAX_EPISODE_STEPS = 30
@@ -140,3 +142,19 @@ REFUSED = [
 def test_bad_input_exits_2_with_one_line_and_creates_nothing(flags, message, workdir):
     result = run_script(SCRIPT, "--capture-video", "--track", "--save-model", *flags, cwd=workdir, timeout=120)
     check_refused(result, SCRIPT, message, workdir)
+
+
+def test_benchmark_script_runs_and_reports(tmp_path):
+    env = script_env() | {"PYTHON": sys.executable, "OUT": str(tmp_path / "out"), "RESULTS": str(tmp_path)}
+    env |= {"ENVS": "Pong-v5", "SEEDS": "2", "STEPS": "96"}
+    result = subprocess.run(
+        ["bash", "benchmark/pqn_atari_envpool_lstm.sh", *map(str, TINY[:6]), "--max-episode-steps", 20],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    report = (tmp_path / "pqn_atari_envpool_lstm" / "report.md").read_text()
+    assert "| pqn_atari_envpool_lstm | Pong-v5 | 1 | 2 |" in report
