@@ -190,7 +190,7 @@ def test_benchmark_script_runs_and_reports(tmp_path):
     env = script_env() | {"PYTHON": sys.executable, "OUT": str(tmp_path / "out"), "RESULTS": str(tmp_path)}
     env |= {"ENVS": "Breakout-v5", "SEEDS": "1", "STEPS": "96"}
     result = subprocess.run(
-        ["bash", "benchmark/pqn_atari_envpool.sh", *map(str, TINY[:6]), "--max-episode-steps", 20],
+        ["bash", "benchmark/pqn_atari_envpool.sh", *map(str, TINY[:6]), "--max-episode-steps", "20"],
         cwd=REPO,
         env=env,
         capture_output=True,
