@@ -78,4 +78,10 @@ VARIANT_TINY = {
         "--total-timesteps", 128, "--num-envs", 2, "--num-steps", 32, "--update-epochs", 1,
         "--num-iterations-obs-norm-init", 1, "--max-episode-steps", 40,
     ],
+    "pqn_atari_envpool.py": [
+        "--num-envs", 4, "--num-steps", 24, "--num-minibatches", 4, "--total-timesteps", 192, "--max-episode-steps", 30,
+    ],
+    "pqn_atari_envpool_lstm.py": [
+        "--num-envs", 4, "--num-steps", 24, "--num-minibatches", 2, "--total-timesteps", 192, "--max-episode-steps", 30,
+    ],
 }  # fmt: skip

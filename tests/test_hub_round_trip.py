@@ -47,6 +47,8 @@ ALGORITHM = {
     "sac_atari.py": "SAC-discrete",
     "ppo_atari_lstm.py": "PPO-LSTM",
     "ppo_rnd_envpool.py": "PPO-RND",
+    "pqn_atari_envpool.py": "PQN",
+    "pqn_atari_envpool_lstm.py": "PQN-LSTM",
 }
 
 

@@ -176,8 +176,8 @@ REFUSED = [
 
 
 @pytest.mark.parametrize("flags,message", REFUSED, ids=[" ".join(map(str, f)) for f, _ in REFUSED])
-def test_bad_input_exits_2_with_one_line_and_creates_nothing(flags, message, workdir):
-    result = run_script(SCRIPT, "--capture-video", "--track", "--save-model", *flags, cwd=workdir, timeout=120)
+def test_bad_input_exits_2_with_one_line_and_creates_nothing(flags, message, workdir, fork_script):
+    result = fork_script(SCRIPT, "--capture-video", "--track", "--save-model", *flags, cwd=workdir, timeout=120)
     check_refused(result, SCRIPT, message, workdir)
 
 
