@@ -317,9 +317,8 @@ def validation_error(args):
     for name in ("num_envs", "num_steps", "num_minibatches", "update_epochs"):
         if getattr(args, name) < 1:
             return f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}"
-    # envpool seeds are int32 and sub-env i gets seed + i
     if not 0 <= args.seed <= 2**31 - args.num_envs:
-        return f"--seed must be in [0, 2**31 - {args.num_envs}] (envpool gives sub-env i the int32 seed seed + i), got {args.seed}"
+        return f"--seed must be in [0, 2**31 - {args.num_envs}] (envpool seeds sub-env i with int32 seed + i), got {args.seed}"
     if "/" in args.exp_name or "__" in args.exp_name or not args.exp_name:
         return f"--exp-name {args.exp_name!r} must be non-empty, without '/' or '__' (they split run names)"
     run_name_bytes = len(f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}".encode())
@@ -678,9 +677,7 @@ if __name__ == "__main__":
 
         with torch.no_grad():
             next_value = agent.get_value(next_obs).flatten()
-            advantages, returns = compute_gae(
-                rewards, values, dones, terminations, next_value, args.gamma, args.gae_lambda
-            )
+            advantages, returns = compute_gae(rewards, values, dones, terminations, next_value, args.gamma, args.gae_lambda)
             valid = reset_step_mask(dones, last_done)
             last_done = dones[-1].clone()
 
