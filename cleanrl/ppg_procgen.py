@@ -399,8 +399,10 @@ def env_error(env_id):
     except KeyError:
         import difflib
 
-        procgen_ids = [name for name in envpool.list_all_envs() if name.endswith("-v0") and name[:1].isupper()]
-        close = difflib.get_close_matches(env_id, procgen_ids, n=1)
+        pattern = r"[A-Z][a-z]+(Easy|Hard|Extreme|Memory|Exploration)-v0"
+        procgen_ids = [name for name in envpool.list_all_envs() if re.fullmatch(pattern, name)]
+        easy = f"{re.sub(r'-v[0-9]+$', '', env_id).capitalize()}Easy-v0"  # procgen's own names, e.g. starpilot
+        close = [easy] if easy in procgen_ids else difflib.get_close_matches(env_id, procgen_ids, n=1)
         hint = f"; did you mean {close[0]}?" if close else ", e.g. StarpilotEasy-v0 or BigfishHard-v0"
         return f"{env_id} is not an envpool env id; {script} needs an envpool Procgen game{hint}"
     except Exception as e:  # a module envpool cannot load (Procgen needs the Qt5 runtime)

@@ -159,6 +159,7 @@ def test_env_error(script):
     assert script.env_error("StarpilotEasy-v0") is None and script.env_error("BigfishHard-v0") is None
     assert "Breakout-v5 is not an envpool Procgen game" in script.env_error("Breakout-v5")
     assert "did you mean StarpilotEasy-v0?" in script.env_error("StarpilotEasy-v1")
+    assert "did you mean BigfishEasy-v0?" in script.env_error("bigfish")  # the procgen package's name
     assert "CartPol-v1 is not an envpool env id" in script.env_error("CartPol-v1")
 
 
