@@ -118,7 +118,8 @@ class Args:
     num_aux_rollouts: int = 4
     """the rollouts (one env's num_steps steps each) in an auxiliary minibatch"""
     n_aux_grad_accum: int = 1
-    """the auxiliary minibatches whose gradients are summed into one optimizer step (trades time for GPU memory)"""
+    """the auxiliary minibatches whose gradients are summed into one optimizer step (with a smaller
+    --num-aux-rollouts: the same step size in less GPU memory)"""
 
 
 class ProcgenTimeLimit(gym.vector.VectorWrapper):
