@@ -961,7 +961,8 @@ if __name__ == "__main__":
 
     if args.save_model:
         model_path = f"runs/{run_name}/{args.exp_name}.cleanrl_model"
-        torch.save({"model": agent.state_dict(), "args": vars(args)}, model_path)
+        # CPU tensors: the checkpoint loads on a machine without CUDA
+        torch.save({"model": {k: v.cpu() for k, v in agent.state_dict().items()}, "args": vars(args)}, model_path)
         print(f"model saved to {model_path}")
         episodic_returns = evaluate(model_path, 10, run_name, device, capture_video=args.capture_video)
         for idx, episodic_return in enumerate(episodic_returns):
