@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# cleanrl/ppo_procgen.py on three envpool Procgen games in easy mode (StarpilotEasy-v0, BossfightEasy-v0,
+# BigfishEasy-v0), 3 seeds x 25M steps (CleanRL's published budget; hours per run on a GPU), one run at a time,
+# then report.md and a PNG of curves per game in $RESULTS/ppo_procgen/ (default benchmark/results/), with
+# CleanRL's published returns as reference column where benchmark/published_returns.csv has them.
+#   bash benchmark/ppo_procgen.sh
+#   ENVS=StarpilotEasy-v0 SEEDS="1 2" STEPS=2000000 WORKERS=2 bash benchmark/ppo_procgen.sh --track --capture-video
+# ENVS, SEEDS (consecutive), STEPS and WORKERS override the defaults; extra flags go to ppo_procgen.py. Runs go
+# through cleanrl_utils.benchmark (a log per run in $OUT/logs) into $OUT/runs (default benchmark/out/ppo_procgen).
+set -euo pipefail
+envs=${ENVS:-"StarpilotEasy-v0 BossfightEasy-v0 BigfishEasy-v0"}
+seeds=${SEEDS:-"1 2 3"}
+default_steps=25000000
+steps=${STEPS:-$default_steps}
+workers=${WORKERS:-1}
+source "$(dirname "$0")/common.sh" ppo_procgen
+
+# the runner takes a first seed and a count: SEEDS must be consecutive
+read -r -a seed_list <<< "$seeds"
+start_seed=${seed_list[0]}
+num_seeds=${#seed_list[@]}
+if [ "$seeds" != "$(seq -s ' ' "$start_seed" $((start_seed + num_seeds - 1)))" ]; then
+  echo "$(basename "$0"): SEEDS must be consecutive numbers such as \"1 2 3\", got \"$seeds\"" >&2
+  exit 2
+fi
+# one command string, each word quoted for the runner's shell-word split (no shell runs it)
+command=$(printf '%q ' "$python" "$repo/cleanrl/ppo_procgen.py" --total-timesteps "$steps" "$@")
+read -r -a env_list <<< "$envs"
+PYTHONPATH="$repo${PYTHONPATH:+:$PYTHONPATH}" "$python" -m cleanrl_utils.benchmark --env-ids "${env_list[@]}" \
+  --command "$command" --start-seed "$start_seed" --num-seeds "$num_seeds" --workers "$workers" --log-dir "$out/logs"
+
+reference=()
+if [ "$steps" = "$default_steps" ]; then
+  reference=(--reference "$repo/benchmark/published_returns.csv")
+fi
+# from $out, so the report names its runs folder "runs"
+PYTHONPATH="$repo${PYTHONPATH:+:$PYTHONPATH}" "$python" -m cleanrl_utils.report runs --out "$results/ppo_procgen" \
+  ${reference[@]+"${reference[@]}"}

@@ -1,0 +1,175 @@
+"""ppg_procgen.py: its runs (default flags through two policy phases and two auxiliary phases; the file copied
+alone with video, save, evaluation and offline W&B; refusals) and the pieces of PPG's auxiliary phase: the
+masked behaviour-cloning KL and value losses on hand-computed logits, the detached value head, the
+normalised initialisation, the auxiliary buffer's size. The envpool pieces it shares in kind with
+ppo_procgen.py (GAE, reset-step mask, time limit, env_error) are checked for both files in test_ppo_procgen.py.
+"""
+
+import math
+import shutil
+
+import numpy as np
+import pytest
+import torch
+from torch.distributions import Categorical, kl_divergence
+
+from cleanrl_utils.report import read_scalars
+from conftest import SCRIPTS, check_ok, check_refused, load_script, only_run_dir, run_script, script_env
+
+SCRIPT = "ppg_procgen.py"
+# 2 envs x 16 steps per iteration, phases of 2 iterations (an auxiliary buffer of 4 rollouts, 2 per minibatch);
+# games cut at 10 steps so several end and the 10 evaluation games are short
+ONE_PHASE = [
+    "--total-timesteps", 64,
+    "--num-envs", 2,
+    "--num-steps", 16,
+    "--num-minibatches", 2,
+    "--n-iteration", 2,
+    "--num-aux-rollouts", 2,
+    "--e-auxiliary", 2,
+    "--max-episode-steps", 10,
+]  # fmt: skip
+AUX_TAGS = ["losses/aux/kl_loss", "losses/aux/aux_value_loss", "losses/aux/real_value_loss"]
+
+ppg = load_script("ppg_procgen")
+
+
+def test_auxiliary_losses_on_hand_computed_logits():
+    # old policies (1/2, 1/2) and (3/4, 1/4); the new one is (3/4, 1/4) on both samples
+    old_logits = torch.tensor([[0.0, 0.0], [math.log(3.0), 0.0]])
+    new_logits = torch.tensor([[math.log(3.0), 0.0], [math.log(3.0), 0.0]])
+    kl_first = 0.5 * math.log(0.5 / 0.75) + 0.5 * math.log(0.5 / 0.25)  # 0.5 log(4/3)
+    values, aux_values, returns = torch.tensor([1.0, 2.0]), torch.tensor([0.0, 4.0]), torch.tensor([1.0, 1.0])
+
+    def losses(valid):
+        return [
+            x.item() for x in ppg.auxiliary_losses(old_logits, new_logits, values, aux_values, returns, torch.tensor(valid))
+        ]
+
+    assert losses([1.0, 1.0]) == pytest.approx([kl_first / 2, 0.5 * (0 + 1) / 2, 0.5 * (1 + 9) / 2])
+    # a reset step (valid 0) counts in no mean
+    assert losses([1.0, 0.0]) == pytest.approx([kl_first, 0.0, 0.5])
+    assert losses([0.0, 1.0]) == pytest.approx([0.0, 0.5, 4.5])
+
+
+def test_kl_loss_is_kl_from_the_old_policy_to_the_new():
+    generator = torch.Generator().manual_seed(0)
+    old_logits, new_logits = torch.randn(6, 15, generator=generator), torch.randn(6, 15, generator=generator)
+    zeros, ones = torch.zeros(6), torch.ones(6)
+    kl_loss, _, _ = ppg.auxiliary_losses(old_logits, new_logits, zeros, zeros, zeros, ones)
+    expected = kl_divergence(Categorical(logits=old_logits), Categorical(logits=new_logits)).mean()
+    assert kl_loss.item() == pytest.approx(expected.item(), rel=1e-5)
+    same, _, _ = ppg.auxiliary_losses(old_logits, old_logits.clone(), zeros, zeros, zeros, ones)
+    assert same.item() == pytest.approx(0.0, abs=1e-6)
+
+
+def test_value_head_is_detached_from_the_trunk_and_the_aux_head_is_not():
+    agent = ppg.Agent((3, 64, 64), 15)
+    x = torch.randint(0, 256, (2, 3, 64, 64), dtype=torch.uint8)
+    trunk = list(agent.network.parameters())
+
+    def grads_after(output):
+        agent.zero_grad(set_to_none=True)
+        output.sum().backward()
+        return [p.grad is not None and p.grad.abs().sum() > 0 for p in trunk], agent.critic.weight.grad
+
+    trunk_grads, critic_grad = grads_after(agent.get_action_and_value(x)[3])
+    assert not any(trunk_grads) and critic_grad.abs().sum() > 0
+    _, value, aux_value = agent.get_pi_value_and_aux_value(x)
+    assert not any(grads_after(value)[0])
+    assert all(grads_after(aux_value)[0])
+    assert all(grads_after(agent.get_pi_logits(x))[0])
+
+
+def test_normalised_initialisation():
+    agent = ppg.Agent((3, 64, 64), 15)
+
+    def unit_norms(layer):
+        return torch.linalg.vector_norm(layer.weight, dim=tuple(range(1, layer.weight.dim())))
+
+    for head in (agent.actor, agent.critic, agent.aux_critic):
+        torch.testing.assert_close(unit_norms(head), torch.full((head.out_features,), 0.1))
+        assert (head.bias == 0).all()
+    torch.testing.assert_close(unit_norms(agent.network[5]), torch.full((256,), 1.4))
+    stage = agent.network[0]
+    torch.testing.assert_close(unit_norms(stage.conv), torch.ones(16))
+    # 3 stages of 2 blocks: each block's two convolutions have norm sqrt(1 / sqrt(3) / sqrt(2))
+    torch.testing.assert_close(unit_norms(stage.res_block1.conv0), torch.full((16,), (1 / math.sqrt(6)) ** 0.5))
+
+
+def test_auxiliary_buffer_size_and_memory_check(monkeypatch):
+    args = ppg.Args()
+    # 32 iterations x 64 envs x 256 steps of a 3x64x64 frame (+ return, mask and 15 logits)
+    assert ppg.aux_buffer_bytes(args) == 32 * 64 * 256 * (3 * 64 * 64 + 4 + 4 + 60)
+    assert ppg.aux_buffer_bytes(args) / 2**30 == pytest.approx(6.03, abs=0.01)
+    monkeypatch.setattr(ppg, "available_memory", lambda: 4 * 2**30)
+    error = ppg.aux_memory_error(args)
+    assert "the auxiliary buffer needs 6.0 GiB (--n-iteration 32 x --num-envs 64 x --num-steps 256" in error
+    assert "only 4.0 GiB of memory is available; lower --n-iteration" in error
+    args.n_iteration = 8
+    assert ppg.aux_memory_error(args) is None  # 1.5 GiB + 1 GiB headroom
+    monkeypatch.setattr(ppg, "available_memory", lambda: None)  # unknown: no refusal
+    assert ppg.aux_memory_error(ppg.Args()) is None
+
+
+def test_default_flags_run_two_phases(workdir):
+    result = run_script(SCRIPT, *ONE_PHASE, "--total-timesteps", 128, cwd=workdir)
+    check_ok(result)
+    assert "global_step=" in result.stdout and "SPS=" in result.stdout
+    assert "auxiliary buffer: --n-iteration 2 x --num-envs 2 x --num-steps 16 = 64 observations" in result.stdout
+    run_dir = only_run_dir(workdir)
+    for tag in [
+        "charts/SPS",
+        "charts/learning_rate",
+        "losses/value_loss",
+        "losses/policy_loss",
+        "losses/entropy",
+        "losses/old_approx_kl",
+        "losses/approx_kl",
+        "losses/clipfrac",
+        "losses/explained_variance",
+    ]:
+        assert list(read_scalars(str(run_dir), tag)[0]) == [32, 64, 96, 128], tag
+    for tag in AUX_TAGS:  # once per auxiliary phase, at the end of its policy phase
+        steps, values = read_scalars(str(run_dir), tag)
+        assert list(steps) == [64, 128] and all(math.isfinite(v) and v >= 0 for v in values), tag
+    _, lengths = read_scalars(str(run_dir), "charts/episodic_length")
+    assert len(lengths) >= 8 and max(lengths) <= 10
+    assert not (workdir / "videos").exists()
+
+
+def test_copied_file_with_video_save_evaluation_and_offline_tracking(tmp_path):
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    shutil.copy(SCRIPTS / SCRIPT, alone / SCRIPT)
+    env = script_env() | {"WANDB_MODE": "offline"}
+    check_ok(run_script(alone / SCRIPT, *ONE_PHASE, "--capture-video", "--save-model", "--track", cwd=alone, env=env))
+    run_dir = only_run_dir(alone)
+    videos = list((alone / "videos" / run_dir.name).glob("*.mp4"))
+    assert videos and all(v.stat().st_size > 0 for v in videos)
+    assert list((alone / "videos" / f"{run_dir.name}-eval").glob("*.mp4"))
+    checkpoint = torch.load(run_dir / "ppg_procgen.cleanrl_model", map_location="cpu", weights_only=True)
+    assert checkpoint["args"]["env_id"] == "StarpilotEasy-v0" and checkpoint["args"]["n_iteration"] == 2
+    assert all(isinstance(v, torch.Tensor) for v in checkpoint["model"].values())
+    assert "aux_critic.weight" in checkpoint["model"]
+    steps, returns = read_scalars(str(run_dir), "eval/episodic_return")
+    assert list(steps) == list(range(10)) and all(np.isfinite(returns))
+    assert len(read_scalars(str(run_dir), "losses/aux/kl_loss")[0]) == 1
+    (offline_run,) = (alone / "wandb").glob("offline-run-*")
+    assert list(offline_run.glob("*.wandb"))
+
+
+@pytest.mark.parametrize(
+    "flags,message",
+    [
+        (
+            ["--n-iteration", 100000, "--total-timesteps", 10**15],
+            "the auxiliary buffer needs 18853.8 GiB (--n-iteration 100000 x --num-envs 64 x --num-steps 256",
+        ),
+        (["--num-aux-rollouts", 3], "rollouts (--n-iteration 32 x --num-envs 64) do not split into minibatches of"),
+        (["--total-timesteps", 100000], "is below one phase (524288 steps: --n-iteration 32 x 16384-step batches)"),
+    ],
+)
+def test_bad_input_exits_2_with_one_line_and_creates_nothing(flags, message, workdir, fork_script):
+    result = fork_script(SCRIPT, "--capture-video", "--track", "--save-model", *flags, cwd=workdir, timeout=120)
+    check_refused(result, SCRIPT, message, workdir)
