@@ -84,4 +84,12 @@ VARIANT_TINY = {
     "pqn_atari_envpool_lstm.py": [
         "--num-envs", 4, "--num-steps", 24, "--num-minibatches", 2, "--total-timesteps", 192, "--max-episode-steps", 30,
     ],
+    "ppo_procgen.py": [
+        "--total-timesteps", 64, "--num-envs", 2, "--num-steps", 16, "--num-minibatches", 2, "--update-epochs", 1,
+        "--max-episode-steps", 10,
+    ],
+    "ppg_procgen.py": [
+        "--total-timesteps", 64, "--num-envs", 2, "--num-steps", 16, "--num-minibatches", 2, "--n-iteration", 2,
+        "--num-aux-rollouts", 2, "--e-auxiliary", 2, "--max-episode-steps", 10,
+    ],
 }  # fmt: skip

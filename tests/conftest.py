@@ -83,6 +83,17 @@ def final_return(run_dir, last=20):
     return float(sum(returns[-last:]) / last)
 
 
+def procgen_missing():
+    """Why envpool's Procgen games cannot be made here (they need the Qt 5 runtime, Debian's libqt5gui5), or None."""
+    import envpool
+
+    try:
+        envpool.make_spec("StarpilotEasy-v0")
+    except ImportError as e:
+        return (str(e).splitlines() or ["cannot load envpool's Procgen games"])[0]
+    return None
+
+
 def load_script(name):
     """Imports `cleanrl/<name>.py` as a module (its `__main__` block does not run)."""
     spec = importlib.util.spec_from_file_location(f"script_{name}", SCRIPTS / f"{name}.py")

@@ -49,6 +49,8 @@ ALGORITHM = {
     "ppo_rnd_envpool.py": "PPO-RND",
     "pqn_atari_envpool.py": "PQN",
     "pqn_atari_envpool_lstm.py": "PQN-LSTM",
+    "ppo_procgen.py": "PPO",
+    "ppg_procgen.py": "PPG",
 }
 
 

@@ -14,7 +14,9 @@ import torch
 from torch.distributions import Categorical, kl_divergence
 
 from cleanrl_utils.report import read_scalars
-from conftest import SCRIPTS, check_ok, check_refused, load_script, only_run_dir, run_script, script_env
+from conftest import SCRIPTS, check_ok, check_refused, load_script, only_run_dir, procgen_missing, run_script, script_env
+
+pytestmark = pytest.mark.skipif(procgen_missing() is not None, reason=f"envpool Procgen: {procgen_missing()}")
 
 SCRIPT = "ppg_procgen.py"
 # 2 envs x 16 steps per iteration, phases of 2 iterations (an auxiliary buffer of 4 rollouts, 2 per minibatch);

@@ -15,7 +15,9 @@ import pytest
 import torch
 
 from cleanrl_utils.report import read_scalars
-from conftest import SCRIPTS, check_ok, check_refused, load_script, only_run_dir, run_script, script_env
+from conftest import SCRIPTS, check_ok, check_refused, load_script, only_run_dir, procgen_missing, run_script, script_env
+
+pytestmark = pytest.mark.skipif(procgen_missing() is not None, reason=f"envpool Procgen: {procgen_missing()}")
 
 SCRIPT = "ppo_procgen.py"
 # two iterations of 2 envs x 16 steps; games cut at 10 steps, so several end (and the 10 evaluation games are short)
