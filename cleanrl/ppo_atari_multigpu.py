@@ -1,21 +1,23 @@
-# Data-parallel Proximal Policy Optimization (PPO) for Atari games through ale-py, with the Nature-CNN agent,
-# launched with torchrun (one process per rank; plain `python` runs one rank):
-#   torchrun --standalone --nproc-per-node 2 cleanrl/ppo_atari_multigpu.py
-# Papers: Schulman et al. 2017, "Proximal Policy Optimization Algorithms" (arXiv:1707.06347), whose
-# Atari setting this follows (clip 0.1, 8 envs x 128 steps) with CleanRL's 4 epochs x 4 minibatches;
-# GAE, Schulman et al. 2016 (arXiv:1506.02438); the preprocessing of Mnih et al. 2015 (Nature) and
-# Machado et al. 2018 (JAIR) for the v5 ids; synchronous data parallelism as in PyTorch's
-# DistributedDataParallel (Li et al. 2020, "PyTorch Distributed", VLDB). Everything but the distribution
-# is ppo_atari.py's. Each rank steps --local-num-envs envs and updates on its own minibatches (so
-# advantages are normalised per rank's minibatch); the ranks' gradients are averaged (one all-reduce)
-# before clipping and the Adam step, so the weights, which start from rank 0's, stay identical.
-# --total-timesteps, global_step and every cadence count the env steps of all ranks. Defaults are
-# CleanRL's published ones (2 ranks x --local-num-envs 4 gives ppo_atari.py's 8 envs).
-# Deliberate differences from the papers' and CleanRL's code: ppo_atari.py's (time limits bootstrap
-# from the true final observation; the logged return is the game score; v5 ids skip frames once,
-# keeping sticky actions 0.25); rank 0's initial weights are broadcast; the sub-envs of all ranks get
-# distinct seeds; every rank's finished games are logged (by rank 0); the --target-kl stop uses the
-# ranks' mean KL so all ranks stop together; nccl is used when every rank has its own GPU, gloo otherwise.
+# Data-parallel Proximal Policy Optimization (PPO) for Atari games through ale-py, with the Nature-CNN agent:
+# ppo_atari.py run by several processes (ranks) at once, launched with torchrun, e.g.
+#   torchrun --standalone --nproc-per-node 2 cleanrl/ppo_atari_multigpu.py --local-num-envs 4
+# (plain `python` runs one rank, which is ppo_atari.py). Each rank steps its own --local-num-envs envs and
+# updates on minibatches of its own batch (so advantages are normalised per rank's minibatch); the ranks'
+# gradients are averaged (one all-reduce) before clipping and the Adam step, so the weights, which all
+# start from rank 0's, stay identical. --total-timesteps, global_step and every cadence count the env
+# steps of all ranks.
+# Papers: Schulman et al. 2017 (arXiv:1707.06347), whose Atari setting this follows (clip 0.1, 8 envs x
+# 128 steps) with CleanRL's 4 epochs x 4 minibatches (the paper: 3 epochs, minibatches of 256); GAE,
+# Schulman et al. 2016 (arXiv:1506.02438); the preprocessing of Mnih et al. 2015 (Nature) and Machado
+# et al. 2018 (JAIR) for the v5 ids; synchronous data parallelism as in Li et al. 2020 ("PyTorch
+# Distributed: Experiences on Accelerating Data Parallel Training", VLDB). Defaults are CleanRL's
+# published ones.
+# Deliberate differences: those of ppo_atari.py (a time limit bootstraps from the true final observation;
+# the logged return is the game score; v5 ids skip frames once and keep sticky actions 0.25); and, from
+# CleanRL's published version of this script: rank 0's initial weights are broadcast; the sub-envs of all
+# ranks get distinct seeds; every rank's games are logged (by rank 0); the logged losses and the
+# --target-kl stop are the ranks' means, so all ranks stop together; nccl when every rank has its own GPU,
+# gloo otherwise (no --backend or --device-ids flags: CUDA_VISIBLE_DEVICES picks the GPUs).
 import hashlib
 import os
 import platform
@@ -636,8 +638,8 @@ if __name__ == "__main__":
     optimizer = optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5)
 
     # frames stay uint8 in the rollout buffer (4x smaller); the agent scales them by 1/255
-    obs = torch.zeros((args.num_steps, args.local_num_envs) + envs.single_observation_space.shape, dtype=torch.uint8).to(
-        device
+    obs = torch.zeros(
+        (args.num_steps, args.local_num_envs) + envs.single_observation_space.shape, dtype=torch.uint8, device=device
     )
     actions = torch.zeros((args.num_steps, args.local_num_envs) + envs.single_action_space.shape, dtype=torch.long).to(device)
     logprobs = torch.zeros((args.num_steps, args.local_num_envs)).to(device)
@@ -778,7 +780,7 @@ if __name__ == "__main__":
                 break
 
         if rank == 0:
-            # rank 0's own batch
+            # of rank 0's own batch
             y_pred, y_true = b_values.cpu().numpy(), b_returns.cpu().numpy()
             var_y = np.var(y_true)
             explained_var = np.nan if var_y == 0 else 1 - np.var(y_true - y_pred) / var_y

@@ -203,9 +203,9 @@ def _average_on_rank(rank, init_file, out_dir):
     dist.destroy_process_group()
 
 
-def test_average_gradients_gives_every_rank_the_mean(tmp_path):
+def test_average_gradients_gives_every_rank_the_mean(tmp_path, monkeypatch):
     if os.path.isdir("/sys/class/net/lo"):
-        os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")  # inherited by the spawned ranks
+        monkeypatch.setenv("GLOO_SOCKET_IFNAME", "lo")  # inherited by the spawned ranks
     torch.multiprocessing.spawn(_average_on_rank, args=(str(tmp_path / "init"), str(tmp_path)), nprocs=2)
     for rank in range(2):
         result = torch.load(tmp_path / f"{rank}.pt", weights_only=True)
