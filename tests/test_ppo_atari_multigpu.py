@@ -3,6 +3,7 @@ the ranks start from rank 0's weights, see different games, average their gradie
 weights, and only rank 0 writes anything. The torchrun runs listen on 127.0.0.1 only (see `torchrun`)."""
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -84,14 +85,21 @@ torch.save(
 """
 
 
-def torchrun(tmp_path, nproc, *script_args, timeout=300):
-    """Runs `wrapper script out *script_args` on `nproc` CPU ranks through torchrun, everything on 127.0.0.1;
-    kills the whole process group if it hangs. Returns (returncode, stdout, stderr)."""
+def torchrun(tmp_path, nproc, *script_args, options=(), timeout=300):
+    """Runs `script_args` (a script and its arguments) on `nproc` CPU ranks through torchrun (with its `options`)
+    in tmp_path/cwd, everything on 127.0.0.1; kills the whole process group if it hangs. Returns
+    (returncode, stdout, stderr)."""
     (tmp_path / "launch.py").write_text(LAUNCHER)
     env = script_env()
     if os.path.isdir("/sys/class/net/lo"):
         env["GLOO_SOCKET_IFNAME"] = "lo"
-    command = [sys.executable, str(tmp_path / "launch.py"), "--nproc-per-node", str(nproc), *map(str, script_args)]
+    command = [
+        sys.executable,
+        str(tmp_path / "launch.py"),
+        "--nproc-per-node",
+        str(nproc),
+        *map(str, [*options, *script_args]),
+    ]
     process = subprocess.Popen(
         command,
         cwd=tmp_path / "cwd",
@@ -224,11 +232,15 @@ def test_average_gradients_of_one_rank_sends_nothing():
 
 def test_torchrun_every_rank_refuses_alike(tmp_path):
     (tmp_path / "cwd").mkdir()
-    returncode, _, stderr = torchrun(tmp_path, 2, SCRIPTS / SCRIPT, "--num-minibatches", 3, timeout=120)
+    # each rank's stderr in its own file (in one pipe, unbuffered lines of two ranks can interleave)
+    options = ["--log-dir", tmp_path / "logs", "--redirects", 2]
+    returncode, _, stderr = torchrun(tmp_path, 2, SCRIPTS / SCRIPT, "--num-minibatches", 3, options=options, timeout=120)
     assert returncode != 0
-    lines = [line for line in stderr.splitlines() if line.startswith(SCRIPT)]
-    assert len(lines) == 2 and len(set(lines)) == 1 and "does not split into --num-minibatches 3" in lines[0], stderr
-    assert "exitcode  : 2" in stderr  # torchrun's report of the ranks' exit codes
+    assert set(re.findall(r"exitcode\s*:\s*(\d+)", stderr)) == {"2"}, stderr  # torchrun's report of the ranks' exits
+    rank_stderr = [path.read_text().splitlines() for path in sorted((tmp_path / "logs").rglob("stderr.log"))]
+    assert len(rank_stderr) == 2 and rank_stderr[0] == rank_stderr[1], rank_stderr
+    (line,) = rank_stderr[0]
+    assert line.startswith(f"{SCRIPT}: ") and "does not split into --num-minibatches 3" in line
     assert list((tmp_path / "cwd").iterdir()) == []
 
 
