@@ -1,0 +1,287 @@
+"""ppo_atari_multigpu.py: data-parallel PPO. As plain `python` (one rank) it is ppo_atari.py; under torchrun
+the ranks start from rank 0's weights, see different games, average their gradients and so keep identical
+weights, and only rank 0 writes anything. The torchrun runs listen on 127.0.0.1 only (see `torchrun`)."""
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+from cleanrl_utils.report import read_scalars
+from conftest import SCRIPTS, check_ok, check_refused, load_script, only_run_dir, run_script, script_env
+
+SCRIPT = "ppo_atari_multigpu.py"
+multigpu = load_script("ppo_atari_multigpu")
+# two iterations of a small batch per rank
+TINY = ["--total-timesteps", 128, "--local-num-envs", 2, "--num-steps", 32, "--update-epochs", 1]
+LOSS_TAGS = [
+    "losses/value_loss",
+    "losses/policy_loss",
+    "losses/entropy",
+    "losses/approx_kl",
+    "losses/old_approx_kl",
+    "losses/clipfrac",
+    "losses/explained_variance",
+    "charts/learning_rate",
+]
+
+# torchrun's own rendezvous store (a TCPStore) listens on every interface; a TCPStore made first in the
+# launching process on a socket bound to 127.0.0.1 is shared with it (multi-tenant: same port, one server),
+# so nothing of the test listens beyond the loopback; gloo is kept on it by GLOO_SOCKET_IFNAME.
+LAUNCHER = """\
+import socket
+import sys
+
+import torch.distributed as dist
+from torch.distributed.run import main
+
+sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+sock.bind(("127.0.0.1", 0))
+port = sock.getsockname()[1]
+store = dist.TCPStore(
+    "127.0.0.1", port, is_master=True, multi_tenant=True, master_listen_fd=sock.fileno(), wait_for_workers=False
+)
+main(["--nnodes", "1", "--master-addr", "127.0.0.1", "--master-port", str(port), *sys.argv[1:]])
+"""
+# runs the script as __main__ in its own folder (out/rank{RANK}), then writes what that rank ended with
+RANK_WRAPPER = """\
+import os
+import runpy
+import sys
+
+import torch
+
+script, out = sys.argv[1], sys.argv[2]
+rank = os.environ["RANK"]
+os.chdir(os.path.join(out, f"rank{rank}"))
+sys.argv = [script, *sys.argv[3:]]
+done = runpy.run_path(script, run_name="__main__")
+
+
+def statistics(env):
+    while type(env).__name__ != "RecordEpisodeStatistics":
+        env = env.env
+    return env
+
+
+envs = done["envs"].envs
+torch.save(
+    {
+        "model": {name: tensor.cpu() for name, tensor in done["agent"].state_dict().items()},
+        "torch_seed": torch.initial_seed(),
+        "env_seeds": [env.unwrapped.np_random_seed for env in envs],
+        "returns": [float(r) for env in envs for r in statistics(env).return_queue],
+        "obs": done["obs"].cpu(),
+        "run_name": done["run_name"],
+    },
+    os.path.join(out, f"rank{rank}.pt"),
+)
+"""
+
+
+def torchrun(tmp_path, nproc, *script_args, options=(), timeout=300):
+    """Runs `script_args` (a script and its arguments) on `nproc` CPU ranks through torchrun (with its `options`)
+    in tmp_path/cwd, everything on 127.0.0.1; kills the whole process group if it hangs. Returns
+    (returncode, stdout, stderr)."""
+    (tmp_path / "launch.py").write_text(LAUNCHER)
+    env = script_env()
+    if os.path.isdir("/sys/class/net/lo"):
+        env["GLOO_SOCKET_IFNAME"] = "lo"
+    command = [
+        sys.executable,
+        str(tmp_path / "launch.py"),
+        "--nproc-per-node",
+        str(nproc),
+        *map(str, [*options, *script_args]),
+    ]
+    process = subprocess.Popen(
+        command,
+        cwd=tmp_path / "cwd",
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        stdout, stderr = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        stdout, stderr = process.communicate()
+        pytest.fail(f"torchrun hung for {timeout} s\nstdout:\n{stdout[-3000:]}\nstderr:\n{stderr[-3000:]}")
+    return process.returncode, stdout, stderr
+
+
+def test_one_rank_logs_what_ppo_atari_logs(tmp_path):
+    # plain python is one rank, no process group: the same run as ppo_atari.py with as many envs
+    workdir = tmp_path
+    (workdir / "multigpu").mkdir()
+    (workdir / "base").mkdir()
+    result = run_script(SCRIPT, *TINY, cwd=workdir / "multigpu")
+    check_ok(result)
+    assert "1 rank(s) x 2 envs = 2 envs; rank 0 on cpu" in result.stdout and "global_step=128," in result.stdout
+    run_dir = only_run_dir(workdir / "multigpu")
+    assert run_dir.name.startswith("BreakoutNoFrameskip-v4__ppo_atari_multigpu__1__")
+    assert not (workdir / "multigpu" / "videos").exists()
+    base = ["--total-timesteps", 128, "--num-envs", 2, "--num-steps", 32, "--update-epochs", 1]
+    check_ok(run_script("ppo_atari.py", *base, cwd=workdir / "base"))
+    base_dir = only_run_dir(workdir / "base")
+    for tag in LOSS_TAGS + ["charts/SPS"]:
+        steps, values = read_scalars(str(run_dir), tag)
+        assert list(steps) == [64, 128], tag  # one point per iteration
+        if tag != "charts/SPS":
+            base_steps, base_values = read_scalars(str(base_dir), tag)
+            assert list(base_steps) == list(steps)
+            np.testing.assert_array_equal(values, base_values, err_msg=tag)
+
+
+def test_copied_file_captures_video_saves_evaluates_and_tracks(tmp_path):
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    shutil.copy(SCRIPTS / SCRIPT, alone / SCRIPT)
+    env = script_env() | {"WANDB_MODE": "offline"}
+    check_ok(run_script(alone / SCRIPT, *TINY, "--capture-video", "--save-model", "--track", cwd=alone, env=env))
+    run_dir = only_run_dir(alone)
+    videos = list((alone / "videos" / run_dir.name).glob("*.mp4"))
+    assert videos and all(v.stat().st_size > 0 for v in videos)
+    checkpoint = torch.load(run_dir / "ppo_atari_multigpu.cleanrl_model", map_location="cpu", weights_only=True)
+    assert checkpoint["args"]["world_size"] == 1 and checkpoint["args"]["num_envs"] == 2
+    assert all(isinstance(v, torch.Tensor) for v in checkpoint["model"].values())
+    steps, returns = read_scalars(str(run_dir), "eval/episodic_return")
+    assert list(steps) == list(range(10)) and len(returns) == 10
+    (offline_run,) = (alone / "wandb").glob("offline-run-*")
+    assert list(offline_run.glob("*.wandb"))
+
+
+REFUSALS = [
+    (["--num-minibatches", 3], "does not split into --num-minibatches 3"),
+    (["--total-timesteps", 10], "below one batch (1024 steps: 1 rank(s) x 1024)"),
+    (["--env-id", "CartPole-v1"], "CartPole-v1 is not an ale-py Atari game"),
+    (["--local-num-envs", 0], "--local-num-envs must be at least 1, got 0"),
+    (["--upload-model", "--no-save-model"], "--upload-model pushes the saved model and its evaluation; add --save-model"),
+]
+
+
+@pytest.mark.parametrize("flags,message", REFUSALS, ids=[" ".join(map(str, f)) for f, _ in REFUSALS])
+def test_bad_input_exits_2_with_one_line_and_creates_nothing(flags, message, tmp_path):
+    result = run_script(SCRIPT, "--capture-video", "--track", "--save-model", *flags, cwd=tmp_path, timeout=120)
+    check_refused(result, SCRIPT, message, tmp_path)
+
+
+@pytest.mark.parametrize(
+    "changes,world_size,message",
+    [
+        ({"total_timesteps": 2048}, 4, "below one batch (4096 steps: 4 rank(s) x 1024)"),
+        ({"seed": 2**32 - 2}, 4, "--seed must be in [0, 2**32 - 4] (rank r seeds with seed + r)"),
+        ({"seed": 2**32}, 1, "--seed must be in [0, 2**32 - 1]"),
+    ],
+)
+def test_validation_counts_all_ranks(changes, world_size, message):
+    args = multigpu.Args(**changes)
+    assert message in multigpu.validation_error(args, world_size, world_size)
+    assert multigpu.validation_error(multigpu.Args(), world_size, world_size) is None
+
+
+def test_cuda_needs_one_gpu_per_rank_on_a_machine(monkeypatch):
+    monkeypatch.setattr(multigpu.torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(multigpu.torch.cuda, "device_count", lambda: 1)
+    assert multigpu.validation_error(multigpu.Args(), 2, 1) is None  # two machines, one rank each
+    message = multigpu.validation_error(multigpu.Args(), 2, 2)
+    assert "this machine runs 2 ranks and has 1 GPU(s)" in message and "--no-cuda" in message
+    assert multigpu.validation_error(multigpu.Args(cuda=False), 2, 2) is None
+
+
+def _average_on_rank(rank, init_file, out_dir):
+    """One of two gloo ranks (no network: the group meets through a file): rank r's gradients are r + 1 and
+    3 (r + 1), its scalars r and 10 r."""
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=2)
+    params = [torch.nn.Parameter(torch.zeros(2, 3)), torch.nn.Parameter(torch.zeros(4))]
+    params[0].grad = torch.full((2, 3), rank + 1.0)
+    params[1].grad = torch.full((4,), 3.0 * (rank + 1))
+    scalars = multigpu.average_gradients(params, 2, torch.tensor(float(rank)), torch.tensor(10.0 * rank))
+    torch.save({"grads": [p.grad for p in params], "scalars": scalars}, os.path.join(out_dir, f"{rank}.pt"))
+    dist.destroy_process_group()
+
+
+def test_average_gradients_gives_every_rank_the_mean(tmp_path, monkeypatch):
+    if os.path.isdir("/sys/class/net/lo"):
+        monkeypatch.setenv("GLOO_SOCKET_IFNAME", "lo")  # inherited by the spawned ranks
+    torch.multiprocessing.spawn(_average_on_rank, args=(str(tmp_path / "init"), str(tmp_path)), nprocs=2)
+    for rank in range(2):
+        result = torch.load(tmp_path / f"{rank}.pt", weights_only=True)
+        assert torch.equal(result["grads"][0], torch.full((2, 3), 1.5))
+        assert torch.equal(result["grads"][1], torch.full((4,), 4.5))
+        assert [float(s) for s in result["scalars"]] == [0.5, 5.0]
+
+
+def test_average_gradients_of_one_rank_sends_nothing():
+    param = torch.nn.Parameter(torch.zeros(3))
+    param.grad = torch.tensor([1.0, 2.0, 3.0])
+    loss = torch.tensor(2.0)
+    assert multigpu.average_gradients([param], 1, loss) == [loss]  # no process group needed
+    assert torch.equal(param.grad, torch.tensor([1.0, 2.0, 3.0]))
+
+
+def test_torchrun_every_rank_refuses_alike(tmp_path):
+    (tmp_path / "cwd").mkdir()
+    # each rank's stderr in its own file (in one pipe, unbuffered lines of two ranks can interleave)
+    options = ["--log-dir", tmp_path / "logs", "--redirects", 2]
+    returncode, _, stderr = torchrun(tmp_path, 2, SCRIPTS / SCRIPT, "--num-minibatches", 3, options=options, timeout=120)
+    assert returncode != 0
+    assert set(re.findall(r"exitcode\s*:\s*(\d+)", stderr)) == {"2"}, stderr  # torchrun's report of the ranks' exits
+    rank_stderr = [path.read_text().splitlines() for path in sorted((tmp_path / "logs").rglob("stderr.log"))]
+    assert len(rank_stderr) == 2 and rank_stderr[0] == rank_stderr[1], rank_stderr
+    (line,) = rank_stderr[0]
+    assert line.startswith(f"{SCRIPT}: ") and "does not split into --num-minibatches 3" in line
+    assert list((tmp_path / "cwd").iterdir()) == []
+
+
+def test_torchrun_two_ranks_train_identical_weights_on_different_games(tmp_path):
+    (tmp_path / "cwd").mkdir()
+    (tmp_path / "rank0").mkdir()
+    (tmp_path / "rank1").mkdir()
+    (tmp_path / "wrapper.py").write_text(RANK_WRAPPER)
+    # 2 ranks x 2 envs x 128 steps, 2 iterations of 2 epochs x 4 minibatches: 16 updates; each rank finishes games
+    flags = ["--local-num-envs", 2, "--num-steps", 128, "--total-timesteps", 1024, "--update-epochs", 2, "--capture-video"]
+    returncode, stdout, stderr = torchrun(tmp_path, 2, tmp_path / "wrapper.py", SCRIPTS / SCRIPT, tmp_path, *flags)
+    assert returncode == 0, f"stdout:\n{stdout[-3000:]}\nstderr:\n{stderr[-3000:]}"
+    assert "2 rank(s) x 2 envs = 4 envs; rank 0 on cpu, gloo backend" in stdout
+    rank0 = torch.load(tmp_path / "rank0.pt", weights_only=True)
+    rank1 = torch.load(tmp_path / "rank1.pt", weights_only=True)
+
+    # identical weights after training, and not the initial ones (rank 0's: its torch seed is 1)
+    assert rank0["model"].keys() == rank1["model"].keys()
+    for name in rank0["model"]:
+        assert torch.equal(rank0["model"][name], rank1["model"][name]), name
+    torch.manual_seed(1)
+    initial = multigpu.Agent(4).state_dict()
+    for name in rank0["model"]:
+        assert not torch.equal(rank0["model"][name], initial[name]), name
+
+    # each rank had its own seeds, envs and games; without the broadcast it would also have had its own weights
+    assert (rank0["torch_seed"], rank1["torch_seed"]) == (1, 2)
+    assert (rank0["env_seeds"], rank1["env_seeds"]) == ([1, 2], [3, 4])
+    assert not torch.equal(rank0["obs"], rank1["obs"])
+    assert rank0["returns"] and rank1["returns"]
+
+    # one run name; only rank 0 wrote, and it logged the games of both ranks at global steps
+    assert rank0["run_name"] == rank1["run_name"]
+    assert list((tmp_path / "rank1").iterdir()) == [] and list((tmp_path / "cwd").iterdir()) == []
+    run_dir = only_run_dir(tmp_path / "rank0")
+    assert run_dir.name == rank0["run_name"]
+    assert len(list(run_dir.glob("events.out.tfevents.*"))) == 1
+    assert list((tmp_path / "rank0" / "videos" / run_dir.name).glob("*.mp4"))
+    steps, _ = read_scalars(str(run_dir), "charts/SPS")
+    assert list(steps) == [512, 1024]  # global_step counts the env steps of both ranks
+    for tag in LOSS_TAGS:
+        assert len(read_scalars(str(run_dir), tag)[0]) == 2, tag
+    _, logged = read_scalars(str(run_dir), "charts/episodic_return")
+    assert sorted(logged) == sorted(rank0["returns"] + rank1["returns"])
