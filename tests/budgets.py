@@ -92,4 +92,5 @@ VARIANT_TINY = {
         "--total-timesteps", 64, "--num-envs", 2, "--num-steps", 16, "--num-minibatches", 2, "--n-iteration", 2,
         "--num-aux-rollouts", 2, "--e-auxiliary", 2, "--max-episode-steps", 10,
     ],
+    "ppo_atari_multigpu.py": ["--total-timesteps", 128, "--local-num-envs", 2, "--num-steps", 32, "--update-epochs", 1],
 }  # fmt: skip

@@ -51,6 +51,7 @@ ALGORITHM = {
     "pqn_atari_envpool_lstm.py": "PQN-LSTM",
     "ppo_procgen.py": "PPO",
     "ppg_procgen.py": "PPG",
+    "ppo_atari_multigpu.py": "PPO",
 }
 
 
