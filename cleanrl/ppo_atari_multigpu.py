@@ -390,7 +390,8 @@ def model_card(args, repo_id, episodic_returns, video):
     with open(__file__, "rb") as f:
         script_sha256 = hashlib.sha256(f.read()).hexdigest()
     mean, std = float(np.mean(episodic_returns)), float(np.std(episodic_returns))
-    launcher = ["python"] if args.world_size == 1 else ["torchrun", "--standalone", f"--nproc-per-node={args.world_size}"]
+    world_size = getattr(args, "world_size", 1)  # __main__ records it in the args; an Args() made elsewhere lacks it
+    launcher = ["python"] if world_size == 1 else ["torchrun", "--standalone", f"--nproc-per-node={world_size}"]
     command = shlex.join([*launcher, script, *sys.argv[1:]])
     hyperparameters = "\n".join(f"| {key} | {value} |" for key, value in vars(args).items())
     versions = [platform.python_version(), torch.__version__, gym.__version__, np.__version__, huggingface_hub.__version__]
@@ -420,7 +421,7 @@ model-index:
 # PPO agent playing {args.env_id}
 
 A PPO (Proximal Policy Optimization) agent trained on `{args.env_id}` by CleanRL's single-file script
-[`{script}`]({script}), data-parallel over {args.world_size} process(es) with {args.local_num_envs} envs each, which is
+[`{script}`]({script}), data-parallel over {world_size} process(es) with {args.local_num_envs} envs each, which is
 included in this repository with the checkpoint `{args.exp_name}.cleanrl_model` and the TensorBoard logs of the run.
 
 ## Evaluation
