@@ -222,7 +222,7 @@ class GameRecorder:
 
     def step(self, game_over):
         """`game_over`: whether env 0's game ended on this step (game over or time limit)."""
-        # after a game over this step's frame is the next game's first one, which `frames` starts empty for
+        # the step after a game's end shows the next game's first observation: that game's frames start there
         if self.schedule(self.game):
             self.frames.append(self.envs.render()[0])
         if game_over:
@@ -590,7 +590,7 @@ if __name__ == "__main__":
             logprobs[step] = logprob
 
             next_obs, reward, termination, truncation, infos = envs.step(action.cpu().numpy())
-            # envpool reports a game over (or a life loss) on the time limit's last step as truncated only
+            # a game over on the time limit's last step comes as truncated only; it is still a terminal state
             termination = termination | infos["terminated"].astype(bool)
             rewards[step] = torch.as_tensor(reward, dtype=torch.float32, device=device)
             terminations[step] = torch.as_tensor(termination, dtype=torch.float32, device=device)

@@ -318,7 +318,7 @@ def run_benchmark(command, tmp_path, **env):
     result = subprocess.run(
         command,
         cwd=REPO,
-        env=script_env() | {"OUT": str(tmp_path / "out"), "RESULTS": str(tmp_path)} | env,
+        env=script_env() | {"OUT": str(tmp_path / "out"), "RESULTS": str(tmp_path), "PYTHON": sys.executable} | env,
         capture_output=True,
         text=True,
         timeout=600,
@@ -333,6 +333,17 @@ def test_benchmark_sh_reports_memory_and_curve(tmp_path):
     assert "Maximum resident set size" in result.stdout and "eval/episodic_return" in result.stdout
     assert "| ppo_atari_envpool | Breakout-v5 | 1 | 1 |" in (tmp_path / "ppo_atari_envpool" / "report.md").read_text()
     assert (tmp_path / "ppo_atari_envpool" / "Breakout-v5.png").stat().st_size > 0
+
+
+def test_pong_fast_sh_runs_the_recipe_and_reports(tmp_path):
+    # one update of the recipe (16 envs x 128 steps, 8 minibatches x 3 epochs) with 64-step games
+    run_benchmark(["bash", "benchmark/ppo_atari_envpool_pong_fast.sh", "--max-episode-steps", "64"], tmp_path, STEPS="2048")
+    (model_path,) = (tmp_path / "out" / "runs").glob("Pong-v5__ppo_atari_envpool__1__*/ppo_atari_envpool.cleanrl_model")
+    saved = torch.load(model_path, weights_only=True)["args"]
+    recipe = {"clip_coef": 0.2, "num_envs": 16, "num_minibatches": 8, "num_steps": 128, "update_epochs": 3}
+    assert {key: saved[key] for key in recipe} == recipe
+    assert "| ppo_atari_envpool | Pong-v5 | 1 | 1 |" in (tmp_path / "ppo_atari_envpool_pong_fast" / "report.md").read_text()
+    assert (tmp_path / "ppo_atari_envpool_pong_fast" / "Pong-v5.png").stat().st_size > 0
 
 
 def test_speed_comparison_writes_its_table(tmp_path):
