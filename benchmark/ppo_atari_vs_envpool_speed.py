@@ -8,9 +8,9 @@ Settings shared by both: --num-envs x --num-steps (default 8 x 128), --update-ep
 (default 4 x 4), the same total steps, seed = round number, CPU (--no-cuda), and every other flag at the scripts'
 (shared) defaults: Nature CNN, lr 2.5e-4 annealed, clip 0.1, GAE 0.99 / 0.95. Both games are preprocessed
 alike (frame skip 4 with a max over the last two frames, up to 30 no-op starts, no sticky actions, a life loss
-ends the agent's episode, FIRE after resets, rewards clipped to their sign, 84x84 gray, 4 stacked frames):
-ppo_atari.py with Gymnasium wrappers on one synchronous vector env in the Python process, ppo_atari_envpool.py
-inside envpool's C++ thread pool. Threads: each run gets OMP_NUM_THREADS=MKL_NUM_THREADS=--threads, which
+ends the agent's episode, FIRE after resets, rewards clipped to their sign, 84x84 gray, 4 stacked frames;
+envpool also plays random no-ops after a lost life): ppo_atari.py with Gymnasium wrappers on one synchronous
+vector env in the Python process, ppo_atari_envpool.py inside envpool's C++ thread pool. Threads: each run gets OMP_NUM_THREADS=MKL_NUM_THREADS=--threads, which
 sets torch's intra-op threads; envpool's worker threads are its own (its default), and they are what the
 comparison measures. The two alternate round by round so machine noise hits both alike. SPS is environment
 steps per second of the training loop (start-up excluded), the last `charts/SPS` each script logged.
