@@ -309,8 +309,8 @@ def test_copied_file_films_saves_evaluates_and_tracks(asterix_run):
         (["--num-minibatches", 3], "does not split into --num-minibatches 3"),
     ],
 )
-def test_bad_input_exits_2_with_one_line_and_creates_nothing(flags, message, workdir):
-    result = run_script(SCRIPT, "--capture-video", "--track", "--save-model", *flags, cwd=workdir, timeout=120)
+def test_bad_input_exits_2_with_one_line_and_creates_nothing(flags, message, workdir, fork_script):
+    result = fork_script(SCRIPT, "--capture-video", "--track", "--save-model", *flags, cwd=workdir, timeout=120)
     check_refused(result, SCRIPT, message, workdir)
 
 
