@@ -93,4 +93,7 @@ VARIANT_TINY = {
         "--num-aux-rollouts", 2, "--e-auxiliary", 2, "--max-episode-steps", 10,
     ],
     "ppo_atari_multigpu.py": ["--total-timesteps", 128, "--local-num-envs", 2, "--num-steps", 32, "--update-epochs", 1],
+    "ppo_atari_envpool.py": [
+        "--total-timesteps", 128, "--num-envs", 2, "--num-steps", 32, "--update-epochs", 1, "--max-episode-steps", 40,
+    ],
 }  # fmt: skip

@@ -52,6 +52,7 @@ ALGORITHM = {
     "ppo_procgen.py": "PPO",
     "ppg_procgen.py": "PPG",
     "ppo_atari_multigpu.py": "PPO",
+    "ppo_atari_envpool.py": "PPO",
 }
 
 
