@@ -10,10 +10,11 @@ Settings shared by both: --num-envs x --num-steps (default 8 x 128), --update-ep
 alike (frame skip 4 with a max over the last two frames, up to 30 no-op starts, no sticky actions, a life loss
 ends the agent's episode, FIRE after resets, rewards clipped to their sign, 84x84 gray, 4 stacked frames;
 envpool also plays random no-ops after a lost life): ppo_atari.py with Gymnasium wrappers on one synchronous
-vector env in the Python process, ppo_atari_envpool.py inside envpool's C++ thread pool. Threads: each run gets OMP_NUM_THREADS=MKL_NUM_THREADS=--threads, which
-sets torch's intra-op threads; envpool's worker threads are its own (its default), and they are what the
-comparison measures. The two alternate round by round so machine noise hits both alike. SPS is environment
-steps per second of the training loop (start-up excluded), the last `charts/SPS` each script logged.
+vector env in the Python process, ppo_atari_envpool.py inside envpool's C++ thread pool. Threads: each run
+gets OMP_NUM_THREADS=MKL_NUM_THREADS=--threads, which sets torch's intra-op threads; envpool's worker threads
+are its own (its default), and they are what the comparison measures. The two alternate round by round so
+machine noise hits both alike. SPS is environment steps per second of the training loop (start-up excluded),
+the last `charts/SPS` each script logged.
 """
 
 import os
