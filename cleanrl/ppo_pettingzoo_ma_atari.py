@@ -34,7 +34,6 @@ import supersuit as ss
 import torch
 import torch.nn as nn
 import torch.optim as optim
-from gymnasium.utils.save_video import capped_cubic_video_schedule, save_video
 from pettingzoo.atari.all_modules import atari_environments
 from pettingzoo.utils.wrappers import BaseParallelWrapper
 from torch.distributions.categorical import Categorical
@@ -42,7 +41,10 @@ from torch.utils.tensorboard import SummaryWriter
 
 # PettingZoo's Atari games read the ROMs that ship inside ale-py (no AutoROM download)
 ROMS = os.path.join(os.path.dirname(ale_py.__file__), "roms")
-GAMES = sorted(name.split("/")[1] for name in atari_environments)
+# games that can put a player out before the game ends (seen in random play): SuperSuit's vector env needs every
+# player in every step of a game, so they cannot be played here
+ELIMINATING = {"joust_v3", "mario_bros_v3", "maze_craze_v3", "warlords_v3", "wizard_of_wor_v3"}
+GAMES = sorted(name.split("/")[1] for name in atari_environments if name.split("/")[1] not in ELIMINATING)
 FRAME_SKIP = 4
 
 
@@ -143,6 +145,9 @@ class RecordGameVideo(BaseParallelWrapper):
 
     def __init__(self, env, video_folder):
         super().__init__(env)
+        from gymnasium.utils.save_video import capped_cubic_video_schedule, save_video  # needs moviepy: only when filming
+
+        self.schedule, self.save_video = capped_cubic_video_schedule, save_video
         self.video_folder = video_folder
         self.game = -1
         self.frames = None
@@ -150,7 +155,7 @@ class RecordGameVideo(BaseParallelWrapper):
     def reset(self, seed=None, options=None):
         result = self.env.reset(seed=seed, options=options)
         self.game += 1
-        self.frames = [self.env.render()] if capped_cubic_video_schedule(self.game) else None
+        self.frames = [self.env.render()] if self.schedule(self.game) else None
         return result
 
     def step(self, actions):
@@ -163,7 +168,7 @@ class RecordGameVideo(BaseParallelWrapper):
 
     def write_video(self):
         fps = self.env.metadata["render_fps"] / FRAME_SKIP
-        save_video(self.frames, self.video_folder, episode_index=self.game, fps=fps)
+        self.save_video(self.frames, self.video_folder, episode_index=self.game, fps=fps)
         self.frames = None
 
     def close(self):
@@ -269,14 +274,19 @@ def compute_gae(rewards, values, dones, terminations, final_values, next_value, 
 
 
 def env_error(env_id):
-    """Why this script cannot run `env_id`, as one line, or None when it is a PettingZoo Atari game."""
+    """Why this script cannot run `env_id`, as one line, or None when it is a PettingZoo Atari game it can play."""
     if env_id in GAMES:
         return None
+    if env_id in ELIMINATING:
+        return (
+            f"{env_id} can put a player out before the game ends, and {os.path.basename(__file__)} plays through "
+            f"SuperSuit's vector env, which needs every player until the end; use another game, e.g. pong_v3"
+        )
     close = get_close_matches(env_id.lower(), GAMES, n=1)
     hint = f"did you mean {close[0]}? " if close else ""
     return (
         f"{env_id!r} is not a PettingZoo Atari game; {os.path.basename(__file__)} takes a module name of "
-        f"pettingzoo.atari, e.g. pong_v3 ({hint}all: {', '.join(GAMES)})"
+        f"pettingzoo.atari, e.g. pong_v3 ({hint}playable here: {', '.join(GAMES)})"
     )
 
 
@@ -427,7 +437,7 @@ the checkpoint `{args.exp_name}.cleanrl_model` and the TensorBoard logs of the r
 ## Evaluation
 
 The agent played {len(episodic_returns)} games against itself. The first player's score: **{mean:.2f} ± {std:.2f}**
-(mean ± std). In a zero-sum game this stays near 0 however well the agent plays; the game lengths in the logs
+(mean ± std). In self-play of a zero-sum game it tends to 0 however well the agent plays; the game lengths in the logs
 (`charts/episodic_length`) say more about its skill.
 {"The video `" + video + "` shows an evaluation game." if video else ""}
 

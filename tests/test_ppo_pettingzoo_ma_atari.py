@@ -117,6 +117,8 @@ def test_env_error_names_the_game_ids():
     message = pz.env_error("pong_v2")
     assert "'pong_v2' is not a PettingZoo Atari game" in message and "did you mean pong_v3?" in message
     assert SCRIPT in pz.env_error("PongNoFrameskip-v4") and "\n" not in message
+    # a player out before the game ends breaks SuperSuit's one-sub-env-per-player vector env
+    assert "warlords_v3 can put a player out before the game ends" in pz.env_error("warlords_v3")
 
 
 def test_default_flags_log_every_game_once(workdir):
