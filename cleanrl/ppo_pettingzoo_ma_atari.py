@@ -79,7 +79,7 @@ class Args:
     total_timesteps: int = 20000000
     """total environment steps of the experiment (one per player per agent step)"""
     max_cycles: int = 100000
-    """PettingZoo's time limit of a game, in emulator frames (4 per agent step; default PettingZoo's)"""
+    """the time limit of a game in emulator frames, 4 per agent step (PettingZoo's `max_cycles`)"""
     learning_rate: float = 2.5e-4
     """the learning rate of the optimizer"""
     num_envs: int = 16
