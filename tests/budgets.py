@@ -96,4 +96,7 @@ VARIANT_TINY = {
     "ppo_atari_envpool.py": [
         "--total-timesteps", 128, "--num-envs", 2, "--num-steps", 32, "--update-epochs", 1, "--max-episode-steps", 40,
     ],
+    "ppo_pettingzoo_ma_atari.py": [
+        "--total-timesteps", 128, "--num-envs", 2, "--num-steps", 32, "--update-epochs", 1, "--max-cycles", 128,
+    ],
 }  # fmt: skip

@@ -53,6 +53,7 @@ ALGORITHM = {
     "ppg_procgen.py": "PPG",
     "ppo_atari_multigpu.py": "PPO",
     "ppo_atari_envpool.py": "PPO",
+    "ppo_pettingzoo_ma_atari.py": "PPO self-play",
 }
 
 

@@ -181,6 +181,6 @@ REFUSALS = [
 
 
 @pytest.mark.parametrize("flags,message", REFUSALS, ids=[" ".join(map(str, f)) for f, _ in REFUSALS])
-def test_bad_input_exits_2_with_one_line_and_creates_nothing(flags, message, workdir):
-    result = run_script(SCRIPT, "--capture-video", "--track", "--save-model", *flags, cwd=workdir, timeout=120)
+def test_bad_input_exits_2_with_one_line_and_creates_nothing(flags, message, workdir, fork_script):
+    result = fork_script(SCRIPT, "--capture-video", "--track", "--save-model", *flags, cwd=workdir, timeout=120)
     check_refused(result, SCRIPT, message, workdir)
