@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from budgets import TINY
+from budgets import TINY, VARIANT_TINY
 from conftest import REPO, check_ok, only_run_dir, run_script, script_env
 
 FAMILIES = {
@@ -14,6 +14,7 @@ FAMILIES = {
     "dqn.py": [],
     "ppo_atari.py": [],
     "sac_continuous_action.py": ["--env-id", "Pendulum-v1"],
+    "ppo_atari_envpool.py": [],  # an envpool id: enjoy asks the script's env_error, not Gymnasium's registry
 }
 
 
@@ -24,7 +25,7 @@ def enjoy(*args, cwd):
 
 
 def saved_model(script, workdir, *flags):
-    check_ok(run_script(script, *TINY[script], *flags, "--save-model", cwd=workdir))
+    check_ok(run_script(script, *(TINY | VARIANT_TINY)[script], *flags, "--save-model", cwd=workdir))
     return only_run_dir(workdir) / f"{script[:-3]}.cleanrl_model"
 
 
@@ -101,3 +102,11 @@ def test_a_checkpoint_of_an_env_this_machine_lacks_exits_2(workdir):
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "the checkpoint's env NoSuchEnv-v0 cannot be made here" in lines[0], result.stderr
+
+    # a script with envs outside Gymnasium's registry answers for itself (envpool ids here)
+    checkpoint["args"].update(env_id="NoSuchGame-v5", exp_name="ppo_atari_envpool")
+    torch.save(checkpoint, workdir / "envpool.cleanrl_model")
+    result = enjoy("--model-path", workdir / "envpool.cleanrl_model", cwd=workdir)
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "the checkpoint's env NoSuchGame-v5 cannot be made here (" in lines[0], result.stderr
