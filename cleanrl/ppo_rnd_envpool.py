@@ -8,17 +8,17 @@
 # standard deviation of its discounted sum, the predictor trained on 25% of each minibatch; PPO,
 # Schulman et al. 2017 (arXiv:1707.06347); GAE, Schulman et al. 2016 (arXiv:1506.02438); sticky actions
 # (probability 0.25), Machado et al. 2018 (JAIR, "Revisiting the Arcade Learning Environment"); EnvPool,
-# Weng et al. 2022 (arXiv:2206.10558). Defaults are CleanRL's published ones, but for --episodic-life.
+# Weng et al. 2022 (arXiv:2206.10558). Defaults are CleanRL's published ones (a lost life ends the agent's
+# episode, as there; --no-episodic-life plays whole games as in the paper).
 # Deliberate differences from the paper: CleanRL's PPO machinery (learning-rate annealing, per-minibatch
 # advantage normalisation, a clipped extrinsic value loss, gradient clipping at norm 0.5); envpool's
 # standard Atari preprocessing (up to 30 no-op starts, FIRE on reset) and time limit of 27000 agent steps
-# (the paper: 18000 frames, 4500 agent steps). Deliberate differences from CleanRL's published script: a
-# lost life does not end the agent's episode by default (as in the paper; --episodic-life restores
-# CleanRL's setting); the predictor learns from the next observation of each step, the one its intrinsic
-# reward is computed on (CleanRL's script: the current one); an episode cut by the time limit bootstraps
-# from the value of its true final observation; the step after an episode's end, where envpool resets the
-# game and ignores the action, is left out of every loss, of the intrinsic returns and of the running
-# statistics.
+# (the paper: 18000 frames, 4500 agent steps), a lost life ending the agent's episode. Deliberate
+# differences from CleanRL's published script: the predictor learns from the next observation of each
+# step, the one its intrinsic reward is computed on (CleanRL's script: the current one); an episode cut by
+# the time limit bootstraps from the value of its true final observation; the step after an episode's end,
+# where envpool resets the game and ignores the action, is left out of every loss, of the intrinsic
+# returns and of the running statistics.
 import hashlib
 import os
 import platform
@@ -116,8 +116,8 @@ class Args:
     """rollouts (num_envs x num_steps steps each) of random actions that initialise the observation statistics"""
     max_episode_steps: int = 27000
     """the time limit of a game in agent steps (envpool's default; a cut game bootstraps, it is not terminal)"""
-    episodic_life: bool = False
-    """if toggled, a lost life ends the agent's (extrinsic) episode, as in CleanRL's published script"""
+    episodic_life: bool = True
+    """if toggled, a lost life ends the agent's (extrinsic) episode, as in CleanRL's published script (the paper: off)"""
 
 
 # the sticky-action probability of the v5 ids (Machado et al. 2018), which the paper also uses

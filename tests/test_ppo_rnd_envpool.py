@@ -230,7 +230,7 @@ def test_default_flags_log_every_tag_once_per_iteration(workdir):
     result = run_script(SCRIPT, *TINY, cwd=workdir)
     check_ok(result)
     assert "global_step=" in result.stdout and "SPS=" in result.stdout
-    assert "sticky-action probability 0.25, episodic life off, time limit 40 agent steps" in result.stdout
+    assert "sticky-action probability 0.25, episodic life on, time limit 40 agent steps" in result.stdout
     run_dir = only_run_dir(workdir)
     for tag in PPO_TAGS + RND_TAGS:
         steps, values = read_scalars(str(run_dir), tag)
