@@ -1,7 +1,9 @@
 """Shared helpers: run a script as a user would (a subprocess), import a script's top-level pieces."""
 
 import importlib.util
+import math
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -10,6 +12,18 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPTS = REPO / "cleanrl"
+# the scalars every PPO-family script logs once per iteration (script contract §5)
+PPO_TAGS = [
+    "charts/SPS",
+    "charts/learning_rate",
+    "losses/value_loss",
+    "losses/policy_loss",
+    "losses/entropy",
+    "losses/old_approx_kl",
+    "losses/approx_kl",
+    "losses/clipfrac",
+    "losses/explained_variance",
+]
 
 
 def script_env():
@@ -52,6 +66,21 @@ def fork_script():
     forker.close()
 
 
+def run_benchmark(command, tmp_path, **env):
+    """Runs a benchmark script (`command`, from the repository root) writing under `tmp_path` ($OUT, $RESULTS)
+    with this Python ($PYTHON) and the extra environment `env`; checks it succeeded and returns the result."""
+    result = subprocess.run(
+        command,
+        cwd=REPO,
+        env=script_env() | {"OUT": str(tmp_path / "out"), "RESULTS": str(tmp_path), "PYTHON": sys.executable} | env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    return result
+
+
 def check_ok(result):
     assert result.returncode == 0, (
         f"exit {result.returncode}\nstdout:\n{result.stdout[-3000:]}\nstderr:\n{result.stderr[-3000:]}"
@@ -72,6 +101,38 @@ def only_run_dir(cwd):
     runs = list((Path(cwd) / "runs").iterdir())
     assert len(runs) == 1, runs
     return runs[0]
+
+
+def run_copied_alone(script, *args, tmp_path):
+    """Copies cleanrl/<script> alone into an empty folder (a researcher's copy-and-edit) and runs it there with
+    `args` and --capture-video, --save-model and --track (W&B offline): every output path in one run. Checks what
+    such a run must leave: training and evaluation videos, a checkpoint of tensors and plain values that loads
+    with weights_only=True, 10 `eval/episodic_return` points, an offline W&B run that got every video.
+    Returns (run_dir, checkpoint, eval_returns)."""
+    import torch
+
+    from cleanrl_utils.report import read_scalars
+
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    shutil.copy(SCRIPTS / script, alone / script)
+    env = script_env() | {"WANDB_MODE": "offline"}
+    check_ok(run_script(alone / script, *args, "--capture-video", "--save-model", "--track", cwd=alone, env=env))
+    run_dir = only_run_dir(alone)
+    for folder in (run_dir.name, f"{run_dir.name}-eval"):
+        videos = list((alone / "videos" / folder).glob("*.mp4"))
+        assert videos and all(v.stat().st_size > 0 for v in videos), folder
+    checkpoint = torch.load(run_dir / f"{script[:-3]}.cleanrl_model", map_location="cpu", weights_only=True)
+    assert checkpoint["args"]["env_id"] and checkpoint["args"]["seed"] == 1
+    assert all(isinstance(v, torch.Tensor) for v in checkpoint["model"].values())
+    steps, returns = read_scalars(str(run_dir), "eval/episodic_return")
+    assert list(steps) == list(range(10)) and all(math.isfinite(r) for r in returns)
+    (offline_run,) = (alone / "wandb").glob("offline-run-*")
+    assert list(offline_run.glob("*.wandb"))
+    # the training and the evaluation videos share file names in different folders: both go up
+    made = list((alone / "videos").glob("*/*.mp4"))
+    assert len(list(offline_run.glob("files/media/videos/*.mp4"))) == len(made)
+    return run_dir, checkpoint, returns
 
 
 def final_return(run_dir, last=20):

@@ -6,20 +6,7 @@ import sys
 
 import pytest
 
-from conftest import REPO, script_env
-
-
-def run_benchmark(command, tmp_path, **env):
-    result = subprocess.run(
-        command,
-        cwd=REPO,
-        env=script_env() | {"OUT": str(tmp_path / "out"), "RESULTS": str(tmp_path)} | env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
-    return result
+from conftest import REPO, run_benchmark, script_env
 
 
 def test_ppo_sh_runs_envs_times_seeds_and_reports(tmp_path):

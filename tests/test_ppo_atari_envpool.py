@@ -15,7 +15,18 @@ import pytest
 import torch
 
 from cleanrl_utils.report import read_scalars
-from conftest import REPO, SCRIPTS, check_ok, check_refused, load_script, only_run_dir, run_script, script_env
+from conftest import (
+    PPO_TAGS,
+    REPO,
+    SCRIPTS,
+    check_ok,
+    check_refused,
+    load_script,
+    only_run_dir,
+    run_benchmark,
+    run_script,
+    script_env,
+)
 
 SCRIPT = "ppo_atari_envpool.py"
 ppo_atari_envpool = load_script("ppo_atari_envpool")
@@ -232,17 +243,7 @@ def test_default_flags_log_each_tag_once_per_iteration(breakout_run):
     assert "Breakout-v5 (envpool 1.2" in result.stdout and "sticky-action probability 0," in result.stdout
     assert "time limit 150 agent steps" in result.stdout
     run_dir = only_run_dir(workdir)
-    for tag in [
-        "charts/SPS",
-        "charts/learning_rate",
-        "losses/value_loss",
-        "losses/policy_loss",
-        "losses/entropy",
-        "losses/approx_kl",
-        "losses/old_approx_kl",
-        "losses/clipfrac",
-        "losses/explained_variance",
-    ]:
+    for tag in PPO_TAGS:
         assert len(read_scalars(str(run_dir), tag)[0]) == 2, tag
     assert not (workdir / "videos").exists()
 
@@ -312,19 +313,6 @@ def test_copied_file_films_saves_evaluates_and_tracks(asterix_run):
 def test_bad_input_exits_2_with_one_line_and_creates_nothing(flags, message, workdir, fork_script):
     result = fork_script(SCRIPT, "--capture-video", "--track", "--save-model", *flags, cwd=workdir, timeout=120)
     check_refused(result, SCRIPT, message, workdir)
-
-
-def run_benchmark(command, tmp_path, **env):
-    result = subprocess.run(
-        command,
-        cwd=REPO,
-        env=script_env() | {"OUT": str(tmp_path / "out"), "RESULTS": str(tmp_path), "PYTHON": sys.executable} | env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
-    return result
 
 
 def test_benchmark_sh_reports_memory_and_curve(tmp_path):

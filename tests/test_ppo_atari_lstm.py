@@ -2,14 +2,12 @@
 across a reset leaves no trace, that the update's sequence replay gives back the rollout's log-probabilities
 and values (to float32 rounding), that evaluation resets at episode starts too, and the script run as a user would."""
 
-import shutil
-
 import numpy as np
 import pytest
 import torch
 
 from cleanrl_utils.report import read_scalars
-from conftest import SCRIPTS, check_ok, check_refused, load_script, only_run_dir, run_script, script_env
+from conftest import PPO_TAGS, check_ok, check_refused, load_script, only_run_dir, run_copied_alone, run_script
 
 SCRIPT = "ppo_atari_lstm.py"
 # two iterations of 2 envs x 32 steps; games end by the 40-step time limit too, so truncations happen
@@ -234,17 +232,7 @@ def test_default_flags_log_each_tag_once_per_iteration(workdir):
     check_ok(result)
     assert "time limit 40 agent steps" in result.stdout and "SPS=" in result.stdout
     run_dir = only_run_dir(workdir)
-    for tag in [
-        "charts/SPS",
-        "charts/learning_rate",
-        "losses/value_loss",
-        "losses/policy_loss",
-        "losses/entropy",
-        "losses/approx_kl",
-        "losses/old_approx_kl",
-        "losses/clipfrac",
-        "losses/explained_variance",
-    ]:
+    for tag in PPO_TAGS:
         assert len(read_scalars(str(run_dir), tag)[0]) == 2, tag
     # games were truncated at 40 agent steps (160 frames) and logged as whole games
     _, lengths = read_scalars(str(run_dir), "charts/episodic_length")
@@ -253,22 +241,9 @@ def test_default_flags_log_each_tag_once_per_iteration(workdir):
 
 
 def test_copied_file_records_saves_evaluates_and_tracks(tmp_path):
-    alone = tmp_path / "alone"
-    alone.mkdir()
-    shutil.copy(SCRIPTS / SCRIPT, alone / SCRIPT)
-    env = script_env() | {"WANDB_MODE": "offline"}
-    flags = ["--capture-video", "--save-model", "--track"]
-    check_ok(run_script(alone / SCRIPT, *TINY, "--max-episode-steps", 25, *flags, cwd=alone, env=env))
-    run_dir = only_run_dir(alone)
-    videos = list((alone / "videos" / run_dir.name).glob("*.mp4"))
-    assert videos and all(v.stat().st_size > 0 for v in videos)
-    checkpoint = torch.load(run_dir / "ppo_atari_lstm.cleanrl_model", map_location="cpu", weights_only=True)
-    assert checkpoint["args"]["max_episode_steps"] == 25 and checkpoint["args"]["seed"] == 1
+    _, checkpoint, _ = run_copied_alone(SCRIPT, *TINY, "--max-episode-steps", 25, tmp_path=tmp_path)
+    assert checkpoint["args"]["max_episode_steps"] == 25
     assert "lstm.weight_hh_l0" in checkpoint["model"]
-    steps, returns = read_scalars(str(run_dir), "eval/episodic_return")
-    assert list(steps) == list(range(10)) and len(returns) == 10
-    (offline_run,) = (alone / "wandb").glob("offline-run-*")
-    assert list(offline_run.glob("*.wandb"))
 
 
 @pytest.mark.parametrize(

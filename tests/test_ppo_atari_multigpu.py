@@ -4,7 +4,6 @@ weights, and only rank 0 writes anything. The torchrun runs listen on 127.0.0.1 
 
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -14,7 +13,7 @@ import pytest
 import torch
 
 from cleanrl_utils.report import read_scalars
-from conftest import SCRIPTS, check_ok, check_refused, load_script, only_run_dir, run_script, script_env
+from conftest import SCRIPTS, check_ok, check_refused, load_script, only_run_dir, run_copied_alone, run_script, script_env
 
 SCRIPT = "ppo_atari_multigpu.py"
 multigpu = load_script("ppo_atari_multigpu")
@@ -142,21 +141,8 @@ def test_one_rank_logs_what_ppo_atari_logs(tmp_path):
 
 
 def test_copied_file_captures_video_saves_evaluates_and_tracks(tmp_path):
-    alone = tmp_path / "alone"
-    alone.mkdir()
-    shutil.copy(SCRIPTS / SCRIPT, alone / SCRIPT)
-    env = script_env() | {"WANDB_MODE": "offline"}
-    check_ok(run_script(alone / SCRIPT, *TINY, "--capture-video", "--save-model", "--track", cwd=alone, env=env))
-    run_dir = only_run_dir(alone)
-    videos = list((alone / "videos" / run_dir.name).glob("*.mp4"))
-    assert videos and all(v.stat().st_size > 0 for v in videos)
-    checkpoint = torch.load(run_dir / "ppo_atari_multigpu.cleanrl_model", map_location="cpu", weights_only=True)
+    _, checkpoint, _ = run_copied_alone(SCRIPT, *TINY, tmp_path=tmp_path)
     assert checkpoint["args"]["world_size"] == 1 and checkpoint["args"]["num_envs"] == 2
-    assert all(isinstance(v, torch.Tensor) for v in checkpoint["model"].values())
-    steps, returns = read_scalars(str(run_dir), "eval/episodic_return")
-    assert list(steps) == list(range(10)) and len(returns) == 10
-    (offline_run,) = (alone / "wandb").glob("offline-run-*")
-    assert list(offline_run.glob("*.wandb"))
 
 
 REFUSALS = [

@@ -7,15 +7,21 @@ NEXT_STEP layout used by the hand-computed GAE cases: a game that ends at step t
 final observation as obs[t + 1]; step t + 1 is then a reset step (action ignored, reward 0) that no loss sees.
 """
 
-import math
-import shutil
-
 import numpy as np
 import pytest
 import torch
 
 from cleanrl_utils.report import read_scalars
-from conftest import SCRIPTS, check_ok, check_refused, load_script, only_run_dir, procgen_missing, run_script, script_env
+from conftest import (
+    PPO_TAGS,
+    check_ok,
+    check_refused,
+    load_script,
+    only_run_dir,
+    procgen_missing,
+    run_copied_alone,
+    run_script,
+)
 
 pytestmark = pytest.mark.skipif(procgen_missing() is not None, reason=f"envpool Procgen: {procgen_missing()}")
 
@@ -186,17 +192,7 @@ def test_default_flags(workdir):
     assert "global_step=" in result.stdout and "SPS=" in result.stdout
     assert "time limit 10 steps (the game's own: 1000)" in result.stdout
     run_dir = only_run_dir(workdir)
-    for tag in [
-        "charts/SPS",
-        "charts/learning_rate",
-        "losses/value_loss",
-        "losses/policy_loss",
-        "losses/entropy",
-        "losses/old_approx_kl",
-        "losses/approx_kl",
-        "losses/clipfrac",
-        "losses/explained_variance",
-    ]:
+    for tag in PPO_TAGS:
         assert list(read_scalars(str(run_dir), tag)[0]) == [32, 64], tag
     _, lengths = read_scalars(str(run_dir), "charts/episodic_length")
     assert len(lengths) >= 4 and max(lengths) <= 10
@@ -206,22 +202,8 @@ def test_default_flags(workdir):
 
 
 def test_copied_file_with_video_save_evaluation_and_offline_tracking(tmp_path):
-    alone = tmp_path / "alone"
-    alone.mkdir()
-    shutil.copy(SCRIPTS / SCRIPT, alone / SCRIPT)
-    env = script_env() | {"WANDB_MODE": "offline"}
-    check_ok(run_script(alone / SCRIPT, *TINY, "--capture-video", "--save-model", "--track", cwd=alone, env=env))
-    run_dir = only_run_dir(alone)
-    videos = list((alone / "videos" / run_dir.name).glob("*.mp4"))
-    assert videos and all(v.stat().st_size > 0 for v in videos)
-    assert list((alone / "videos" / f"{run_dir.name}-eval").glob("*.mp4"))
-    checkpoint = torch.load(run_dir / "ppo_procgen.cleanrl_model", map_location="cpu", weights_only=True)
+    _, checkpoint, _ = run_copied_alone(SCRIPT, *TINY, tmp_path=tmp_path)
     assert checkpoint["args"]["env_id"] == "StarpilotEasy-v0" and checkpoint["args"]["max_episode_steps"] == 10
-    assert all(isinstance(v, torch.Tensor) for v in checkpoint["model"].values())
-    steps, returns = read_scalars(str(run_dir), "eval/episodic_return")
-    assert list(steps) == list(range(10)) and all(math.isfinite(r) for r in returns)
-    (offline_run,) = (alone / "wandb").glob("offline-run-*")
-    assert list(offline_run.glob("*.wandb"))
 
 
 @pytest.mark.parametrize(

@@ -8,16 +8,12 @@ the observation after a done step t is the episode's final one, so q_max[t+1] is
 reset step (reward 0, action ignored) and is masked out of the loss.
 """
 
-import shutil
-import subprocess
-import sys
-
 import numpy as np
 import pytest
 import torch
 
 from cleanrl_utils.report import read_scalars
-from conftest import REPO, SCRIPTS, check_ok, check_refused, load_script, only_run_dir, run_script, script_env
+from conftest import check_ok, check_refused, load_script, only_run_dir, run_benchmark, run_copied_alone, run_script
 
 SCRIPT = "pqn_atari_envpool.py"
 MAX_EPISODE_STEPS = 30
@@ -148,22 +144,8 @@ def test_default_flags_log_every_tag_once_per_iteration(workdir):
 
 
 def test_copied_file_films_saves_evaluates_and_tracks(tmp_path):
-    alone = tmp_path / "alone"
-    alone.mkdir()
-    shutil.copy(SCRIPTS / SCRIPT, alone / SCRIPT)
-    env = script_env() | {"WANDB_MODE": "offline"}
-    check_ok(run_script(alone / SCRIPT, *TINY, "--capture-video", "--save-model", "--track", cwd=alone, env=env))
-    run_dir = only_run_dir(alone)
-    videos = list((alone / "videos" / run_dir.name).glob("*.mp4"))
-    assert videos and all(v.stat().st_size > 0 for v in videos)
-    assert list((alone / "videos" / f"{run_dir.name}-eval").glob("*.mp4"))
-    checkpoint = torch.load(run_dir / "pqn_atari_envpool.cleanrl_model", map_location="cpu", weights_only=True)
+    _, checkpoint, _ = run_copied_alone(SCRIPT, *TINY, tmp_path=tmp_path)
     assert checkpoint["args"]["env_id"] == "Breakout-v5" and checkpoint["args"]["max_episode_steps"] == MAX_EPISODE_STEPS
-    assert all(isinstance(v, torch.Tensor) for v in checkpoint["model"].values())
-    steps, returns = read_scalars(str(run_dir), "eval/episodic_return")
-    assert list(steps) == list(range(10)) and len(returns) == 10
-    (offline_run,) = (alone / "wandb").glob("offline-run-*")
-    assert list(offline_run.glob("*.wandb"))
 
 
 REFUSED = [
@@ -187,15 +169,6 @@ def test_env_error_accepts_envpool_atari_ids():
 
 
 def test_benchmark_script_runs_and_reports(tmp_path):
-    env = script_env() | {"PYTHON": sys.executable, "OUT": str(tmp_path / "out"), "RESULTS": str(tmp_path)}
-    env |= {"ENVS": "Breakout-v5", "SEEDS": "1", "STEPS": "96"}
-    result = subprocess.run(
-        ["bash", "benchmark/pqn_atari_envpool.sh", *map(str, TINY[:6]), "--max-episode-steps", "20"],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    command = ["bash", "benchmark/pqn_atari_envpool.sh", *map(str, TINY[:6]), "--max-episode-steps", "20"]
+    run_benchmark(command, tmp_path, ENVS="Breakout-v5", SEEDS="1", STEPS="96")
     assert "| pqn_atari_envpool | Breakout-v5 | 1 | 1 |" in (tmp_path / "pqn_atari_envpool" / "report.md").read_text()

@@ -4,15 +4,11 @@ the script run as a user would: default flags, the file alone with every output 
 Its Q(λ) returns are tested with pqn_atari_envpool.py's in test_pqn_atari_envpool.py.
 """
 
-import shutil
-import subprocess
-import sys
-
 import pytest
 import torch
 
 from cleanrl_utils.report import read_scalars
-from conftest import REPO, SCRIPTS, check_ok, check_refused, load_script, only_run_dir, run_script, script_env
+from conftest import check_ok, check_refused, load_script, only_run_dir, run_benchmark, run_copied_alone, run_script
 
 SCRIPT = "pqn_atari_envpool_lstm.py"
 MAX_EPISODE_STEPS = 30
@@ -112,22 +108,9 @@ def test_default_flags_log_every_tag_once_per_iteration(workdir):
 
 
 def test_copied_file_films_saves_evaluates_and_tracks(tmp_path):
-    alone = tmp_path / "alone"
-    alone.mkdir()
-    shutil.copy(SCRIPTS / SCRIPT, alone / SCRIPT)
-    env = script_env() | {"WANDB_MODE": "offline"}
-    check_ok(run_script(alone / SCRIPT, *TINY, "--capture-video", "--save-model", "--track", cwd=alone, env=env))
-    run_dir = only_run_dir(alone)
-    videos = list((alone / "videos" / run_dir.name).glob("*.mp4"))
-    assert videos and all(v.stat().st_size > 0 for v in videos)
-    checkpoint = torch.load(run_dir / "pqn_atari_envpool_lstm.cleanrl_model", map_location="cpu", weights_only=True)
-    assert checkpoint["args"]["env_id"] == "Breakout-v5" and checkpoint["args"]["seed"] == 1
-    assert all(isinstance(v, torch.Tensor) for v in checkpoint["model"].values())
+    _, checkpoint, _ = run_copied_alone(SCRIPT, *TINY, tmp_path=tmp_path)
+    assert checkpoint["args"]["env_id"] == "Breakout-v5"
     assert checkpoint["model"]["network.0.weight"].shape[1] == 1  # one frame an observation
-    steps, returns = read_scalars(str(run_dir), "eval/episodic_return")
-    assert list(steps) == list(range(10)) and len(returns) == 10
-    (offline_run,) = (alone / "wandb").glob("offline-run-*")
-    assert list(offline_run.glob("*.wandb"))
 
 
 REFUSED = [
@@ -145,16 +128,7 @@ def test_bad_input_exits_2_with_one_line_and_creates_nothing(flags, message, wor
 
 
 def test_benchmark_script_runs_and_reports(tmp_path):
-    env = script_env() | {"PYTHON": sys.executable, "OUT": str(tmp_path / "out"), "RESULTS": str(tmp_path)}
-    env |= {"ENVS": "Pong-v5", "SEEDS": "2", "STEPS": "96"}
-    result = subprocess.run(
-        ["bash", "benchmark/pqn_atari_envpool_lstm.sh", *map(str, TINY[:6]), "--max-episode-steps", "20"],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    command = ["bash", "benchmark/pqn_atari_envpool_lstm.sh", *map(str, TINY[:6]), "--max-episode-steps", "20"]
+    run_benchmark(command, tmp_path, ENVS="Pong-v5", SEEDS="2", STEPS="96")
     report = (tmp_path / "pqn_atari_envpool_lstm" / "report.md").read_text()
     assert "| pqn_atari_envpool_lstm | Pong-v5 | 1 | 2 |" in report

@@ -8,21 +8,11 @@ import torch
 from torch.distributions.normal import Normal
 
 from cleanrl_utils.report import read_scalars
-from conftest import check_ok, load_script, only_run_dir, run_script
+from conftest import PPO_TAGS, check_ok, load_script, only_run_dir, run_script
 
 rpo = load_script("rpo_continuous_action")
 
 TINY = ["--total-timesteps", 256, "--num-steps", 128, "--num-minibatches", 4]
-PPO_TAGS = [
-    "losses/value_loss",
-    "losses/policy_loss",
-    "losses/entropy",
-    "losses/approx_kl",
-    "losses/old_approx_kl",
-    "losses/clipfrac",
-    "losses/explained_variance",
-    "charts/learning_rate",
-]
 
 
 def test_perturb_mean_keeps_shape_and_stays_within_alpha():

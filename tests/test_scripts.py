@@ -5,15 +5,13 @@ Every script: the file copied alone into an empty folder runs with --capture-vid
 value-based ones have theirs in test_value_based_scripts.py).
 """
 
-import shutil
 import time
 
 import pytest
-import torch
 
 from budgets import PPO_TINY, TINY, VIDEO_ENV
 from cleanrl_utils.report import read_scalars
-from conftest import SCRIPTS, check_ok, only_run_dir, run_script, script_env
+from conftest import PPO_TAGS, check_ok, only_run_dir, run_copied_alone, run_script, script_env
 
 ALL = list(TINY)  # every script but qdagger, whose teacher tests/test_qdagger.py makes
 PPO = list(PPO_TINY)
@@ -27,47 +25,14 @@ def test_default_flags(script, workdir):
     run_dir = only_run_dir(workdir)
     steps, _ = read_scalars(str(run_dir), "charts/SPS")
     assert len(steps) == 2  # one point per iteration
-    for tag in [
-        "losses/value_loss",
-        "losses/policy_loss",
-        "losses/entropy",
-        "losses/approx_kl",
-        "losses/old_approx_kl",
-        "losses/clipfrac",
-        "losses/explained_variance",
-        "charts/learning_rate",
-    ]:
+    for tag in PPO_TAGS:
         assert len(read_scalars(str(run_dir), tag)[0]) == 2, tag
     assert not (workdir / "videos").exists()
 
 
 @pytest.mark.parametrize("script", ALL)
 def test_copied_file_runs_every_output_path(script, tmp_path):
-    # the file copied alone into an empty folder (a researcher's copy-and-edit) runs with --capture-video,
-    # --save-model (then evaluates) and --track (W&B offline): every output path, in one run to hold CI time
-    alone = tmp_path / "alone"
-    alone.mkdir()
-    shutil.copy(SCRIPTS / script, alone / script)
-    env = script_env() | {"WANDB_MODE": "offline"}
-    flags = [*VIDEO_ENV.get(script, []), "--capture-video", "--save-model", "--track"]
-    check_ok(run_script(alone / script, *TINY[script], *flags, cwd=alone, env=env))
-    run_dir = only_run_dir(alone)
-
-    videos = list((alone / "videos" / run_dir.name).glob("*.mp4"))
-    assert videos and all(v.stat().st_size > 0 for v in videos)
-
-    model_path = run_dir / f"{script[:-3]}.cleanrl_model"
-    checkpoint = torch.load(model_path, map_location="cpu", weights_only=True)
-    assert checkpoint["args"]["env_id"] and checkpoint["args"]["seed"] == 1
-    assert all(isinstance(v, torch.Tensor) for v in checkpoint["model"].values())
-    steps, returns = read_scalars(str(run_dir), "eval/episodic_return")
-    assert list(steps) == list(range(10)) and len(returns) == 10
-
-    (offline_run,) = (alone / "wandb").glob("offline-run-*")
-    assert list(offline_run.glob("*.wandb"))
-    # the training and the evaluation videos share file names in different folders: both go up
-    made = list((alone / "videos").glob("*/*.mp4"))
-    assert len(made) >= 2 and len(list(offline_run.glob("files/media/videos/*.mp4"))) == len(made)
+    run_copied_alone(script, *TINY[script], *VIDEO_ENV.get(script, []), tmp_path=tmp_path)
 
 
 @pytest.mark.parametrize("script", ALL)
