@@ -238,6 +238,10 @@ def validation_error(args):
     for name in ("num_envs", "num_steps", "num_minibatches", "update_epochs", "max_episode_steps"):
         if getattr(args, name) < 1:
             return f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}"
+    if args.max_episode_steps >= 2**31:  # envpool takes an int32 time limit
+        return f"--max-episode-steps must be below 2**31, got {args.max_episode_steps}"
+    if args.seed + args.num_envs > 2**31:  # envpool seeds sub-env i with seed + i, an int32
+        return f"--seed + --num-envs must be at most 2**31 (sub-env i gets seed + i), got {args.seed + args.num_envs}"
     batch_size = args.num_envs * args.num_steps
     if batch_size % args.num_minibatches != 0:
         return (

@@ -306,6 +306,8 @@ def test_copied_file_films_saves_evaluates_and_tracks(asterix_run):
         (["--env-id", "BreakoutNoFrameskip-v4"], "BreakoutNoFrameskip-v4 is not an envpool id (did you mean Breakout-v5?)"),
         (["--env-id", "CartPole-v1"], "CartPole-v1 is an envpool env but not an Atari game"),
         (["--max-episode-steps", 0], "--max-episode-steps must be at least 1, got 0"),
+        (["--max-episode-steps", 2**31], "--max-episode-steps must be below 2**31"),
+        (["--seed", 2**31 - 4], "--seed + --num-envs must be at most 2**31"),
         (["--seed", 2**31], "--seed must be in [0, 2**31 - 1]"),
         (["--num-minibatches", 3], "does not split into --num-minibatches 3"),
     ],

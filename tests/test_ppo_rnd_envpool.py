@@ -238,6 +238,7 @@ def test_copied_file_films_saves_evaluates_and_tracks(tmp_path):
 
 
 REFUSED = [
+    (["--max-episode-steps", 2**31], "--max-episode-steps must be below 2**31"),
     (["--env-id", "CartPole-v1"], "CartPole-v1 is not an envpool Atari game"),
     (["--env-id", "MontezumaRevengeNoFrameskip-v4"], "did you mean MontezumaRevenge-v5?"),
     (["--update-proportion", 1.5], "--update-proportion must be in [0, 1], got 1.5"),

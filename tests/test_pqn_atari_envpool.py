@@ -153,6 +153,7 @@ REFUSED = [
     (["--env-id", "CartPole-v1"], "CartPole-v1 is not an envpool Atari game"),
     (["--num-minibatches", 3], "does not split into --num-minibatches 3"),
     (["--max-episode-steps", 0], "--max-episode-steps must be at least 1, got 0"),
+    (["--max-episode-steps", 2**31], "--max-episode-steps must be below 2**31"),
     (["--seed", 2**31], "--seed must be in [0, 2147383647] (envpool takes int32 seeds"),
 ]
 

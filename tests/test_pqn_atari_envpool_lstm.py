@@ -114,6 +114,7 @@ def test_copied_file_films_saves_evaluates_and_tracks(tmp_path):
 
 
 REFUSED = [
+    (["--max-episode-steps", 2**31], "--max-episode-steps must be below 2**31"),
     (["--env-id", "Pong-v4"], "'Pong-v4' is not an envpool env id; did you mean Pong-v5?"),
     (["--env-id", "StarpilotEasy-v0"], "StarpilotEasy-v0 is not an envpool Atari game"),
     (["--num-envs", 4, "--num-minibatches", 3], "--num-envs 4 does not split into --num-minibatches 3"),
