@@ -205,8 +205,13 @@ def log_excerpt(text: str, count: int = 3) -> list[str]:
     """At most `count` lines of a failed run's log that say what went wrong, for the summary: its last lines
     that hold more than box-drawing characters and spaces, those borders stripped. When the log ends with
     a box (tyro's argument errors: a titled box whose message comes first, then a rule, suggestions and
-    a `--help` hint) the box's title and message instead, its lines before the first rule inside it."""
+    a `--help` hint) the box's title and message instead, its lines before the first rule inside it. The
+    resource report of GNU `time -v` (which the benchmark scripts wrap runs in) is not part of what went wrong."""
     lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("Command exited with non-zero status") or line.strip().startswith("Command being timed:"):
+            lines = lines[:i]
+            break
     while lines and not lines[-1].strip():
         lines.pop()
     tops = [i for i, line in enumerate(lines) if line.lstrip().startswith("╭")]

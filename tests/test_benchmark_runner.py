@@ -183,6 +183,12 @@ def test_a_tyro_argument_error_is_what_the_summary_shows(tmp_path):
     assert summary == ["    Unrecognized options: --bogus-flag, 3"], result.stderr
 
 
+def test_log_excerpt_leaves_out_gnu_time_s_report():
+    log = "ppo_atari_lstm.py: --num-envs 3 does not split into --num-minibatches 2\n"
+    log += 'Command exited with non-zero status 2\n\tCommand being timed: "python x.py"\n\tExit status: 2\n'
+    assert log_excerpt(log) == ["ppo_atari_lstm.py: --num-envs 3 does not split into --num-minibatches 2"]
+
+
 def test_log_excerpt_skips_decoration():
     value_error = """╭─ Value error ─────────────────────────────╮
 │ Error parsing --learning-rate: bad 'abc'  │
