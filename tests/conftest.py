@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -26,6 +27,11 @@ PPO_TAGS = [
 ]
 
 
+# one compilation cache per test session (and xdist worker group), removed with the session's temporary files
+JAX_CACHE = os.environ.get("CLEANRL_TEST_JAX_CACHE") or tempfile.mkdtemp(prefix="cleanrl-jax-cache-")
+os.environ["CLEANRL_TEST_JAX_CACHE"] = JAX_CACHE  # xdist workers inherit the controller's
+
+
 def script_env():
     env = dict(os.environ)
     env.update(
@@ -33,6 +39,12 @@ def script_env():
         OMP_NUM_THREADS="1",  # tests run two at a time on small machines
         SDL_VIDEODRIVER="dummy",
         PYTHONUNBUFFERED="1",
+        # the JAX scripts: one XLA thread as OMP_NUM_THREADS=1 gives torch, and compiled programs kept on disk
+        # for the session, so runs with the same network shapes compile once
+        XLA_FLAGS="--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1",
+        JAX_COMPILATION_CACHE_DIR=JAX_CACHE,
+        JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0",
+        JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES="-1",
     )
     return env
 
@@ -107,10 +119,9 @@ def run_copied_alone(script, *args, tmp_path):
     """Copies cleanrl/<script> alone into an empty folder (a researcher's copy-and-edit) and runs it there with
     `args` and --capture-video, --save-model and --track (W&B offline): every output path in one run. Checks what
     such a run must leave: training and evaluation videos, a checkpoint of tensors and plain values that loads
-    with weights_only=True, 10 `eval/episodic_return` points, an offline W&B run that got every video.
-    Returns (run_dir, checkpoint, eval_returns)."""
-    import torch
-
+    with weights_only=True (a JAX script's: a flax msgpack file of arrays and plain values), 10
+    `eval/episodic_return` points, an offline W&B run that got every video. Returns (run_dir, checkpoint, eval_returns).
+    """
     from cleanrl_utils.report import read_scalars
 
     alone = tmp_path / "alone"
@@ -122,9 +133,8 @@ def run_copied_alone(script, *args, tmp_path):
     for folder in (run_dir.name, f"{run_dir.name}-eval"):
         videos = list((alone / "videos" / folder).glob("*.mp4"))
         assert videos and all(v.stat().st_size > 0 for v in videos), folder
-    checkpoint = torch.load(run_dir / f"{script[:-3]}.cleanrl_model", map_location="cpu", weights_only=True)
+    checkpoint = read_checkpoint(run_dir / f"{script[:-3]}.cleanrl_model")
     assert checkpoint["args"]["env_id"] and checkpoint["args"]["seed"] == 1
-    assert all(isinstance(v, torch.Tensor) for v in checkpoint["model"].values())
     steps, returns = read_scalars(str(run_dir), "eval/episodic_return")
     assert list(steps) == list(range(10)) and all(math.isfinite(r) for r in returns)
     (offline_run,) = (alone / "wandb").glob("offline-run-*")
@@ -133,6 +143,25 @@ def run_copied_alone(script, *args, tmp_path):
     made = list((alone / "videos").glob("*/*.mp4"))
     assert len(list(offline_run.glob("files/media/videos/*.mp4"))) == len(made)
     return run_dir, checkpoint, returns
+
+
+def read_checkpoint(path):
+    """A checkpoint written by --save-model: a torch script's loads with weights_only=True and holds tensors under
+    "model"; a JAX script's (`*_jax*.py`) is a flax msgpack file whose "model" leaves are all numpy arrays."""
+    if "_jax" in Path(path).parent.name or "_jax" in Path(path).name:
+        import flax.serialization
+        import jax
+        import numpy as np
+
+        checkpoint = flax.serialization.msgpack_restore(Path(path).read_bytes())
+        leaves = jax.tree_util.tree_leaves(checkpoint["model"])
+        assert leaves and all(isinstance(v, np.ndarray) for v in leaves)
+        return checkpoint
+    import torch
+
+    checkpoint = torch.load(path, map_location="cpu", weights_only=True)
+    assert all(isinstance(v, torch.Tensor) for v in checkpoint["model"].values())
+    return checkpoint
 
 
 def final_return(run_dir, last=20):
@@ -196,3 +225,8 @@ def stop_process(process, timeout=10):
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait(timeout=timeout)
+
+
+def pytest_sessionfinish(session):
+    if not hasattr(session.config, "workerinput"):  # the controller (or a run without xdist), after its workers
+        shutil.rmtree(JAX_CACHE, ignore_errors=True)

@@ -21,6 +21,10 @@ SERVER = r"""
 import atexit, json, os, runpy, signal, sys, time, traceback
 import numpy, torch, tyro, gymnasium  # the slow imports, paid once
 from torch.utils.tensorboard import SummaryWriter  # noqa: F401
+try:  # the JAX scripts' libraries; importing them starts no thread (their backend starts on first use, in a child)
+    import jax, flax.linen, flax.serialization, optax  # noqa: F401
+except ImportError:
+    pass
 
 def child(request, out_path, err_path):
     out = os.open(out_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
