@@ -275,7 +275,8 @@ class ConvSequence(nn.Module):
         x = nn.Conv(self.out_channels, kernel_size=(3, 3), padding=1)(x)
         # one pixel of padding on every side, as torch's max_pool2d(3, 2, padding=1)
         x = nn.max_pool(x, window_shape=(3, 3), strides=(2, 2), padding=((1, 1), (1, 1)))
-        return ResidualBlock(self.out_channels)(ResidualBlock(self.out_channels)(x))
+        x = ResidualBlock(self.out_channels)(x)
+        return ResidualBlock(self.out_channels)(x)
 
 
 class QNetwork(nn.Module):
