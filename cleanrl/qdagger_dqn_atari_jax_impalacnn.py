@@ -943,12 +943,11 @@ if __name__ == "__main__":
     teacher = TeacherQNetwork(n_actions)
     teacher_params = jax.device_put(teacher_params)
     q_network = QNetwork(n_actions)
-    dummy_obs = np.zeros((1, 4, 84, 84), dtype=np.uint8)
-    q_params = q_network.init(q_key, dummy_obs)
+    q_params = jax.jit(q_network.init)(q_key, np.zeros((1, 4, 84, 84), dtype=np.uint8))
     q_state = TrainState.create(
         apply_fn=q_network.apply,
         params=q_params,
-        target_params=jax.tree_util.tree_map(jnp.copy, q_params),
+        target_params=q_params,  # no copy needed: JAX arrays are immutable
         tx=optax.adam(learning_rate=args.learning_rate),
     )
 

@@ -319,7 +319,8 @@ def test_every_phase_runs_and_logs_its_tags(jax_teacher_path, tmp_path):
 
 
 def test_copied_alone_with_video_checkpoint_and_wandb(jax_teacher_path, tmp_path):
-    flags = ["--teacher-model-path", jax_teacher_path, *TINY, "--total-timesteps", 200]
+    # the offline evaluation is left to the run above
+    flags = ["--teacher-model-path", jax_teacher_path, *TINY, "--total-timesteps", 200, "--offline-eval-episodes", 0]
     run_dir, checkpoint, _ = run_copied_alone(SCRIPT, *flags, tmp_path=tmp_path)
     # the teacher's videos have a folder of their own
     assert list((tmp_path / "alone" / "videos" / f"{run_dir.name}-teacher").glob("*.mp4"))
