@@ -717,7 +717,7 @@ model-index:
       verified: false
 ---
 
-# QDagger agent playing {args.env_id}
+# QDagger (JAX) agent playing {args.env_id}
 
 A QDagger (a DQN student distilled from a DQN teacher) agent in JAX trained on `{args.env_id}` by CleanRL's single-file script
 [`{script}`]({script}), which is included in this repository with the checkpoint `{args.exp_name}.cleanrl_model`

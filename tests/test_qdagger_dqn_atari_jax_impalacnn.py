@@ -27,7 +27,17 @@ OBS = np.zeros((1, 4, 84, 84), dtype=np.uint8)
 
 @functools.cache
 def teacher_params(n_actions):
-    return jax.device_get(jax.jit(qdagger.TeacherQNetwork(n_actions).init)(jax.random.PRNGKey(0), OBS))
+    """Random parameters of a TeacherQNetwork (kernels ~ N(0, 1/fan_in), zero biases: Flax's initialisation),
+    made without compiling anything."""
+    shapes = jax.eval_shape(qdagger.TeacherQNetwork(n_actions).init, jax.random.PRNGKey(0), OBS)
+    rng = np.random.default_rng(n_actions)
+
+    def draw(x):
+        if len(x.shape) == 1:
+            return np.zeros(x.shape, np.float32)
+        return (rng.normal(size=x.shape) / np.sqrt(np.prod(x.shape[:-1]))).astype(np.float32)
+
+    return jax.tree_util.tree_map(draw, shapes)
 
 
 def student_params_of_zeros(n_actions):
