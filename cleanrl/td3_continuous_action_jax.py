@@ -15,9 +15,10 @@
 # gradient step, so the update-to-data ratio stays 1. Evaluation acts deterministically (no noise).
 # JAX version of td3_continuous_action.py: only the framework differs. The networks are flax.linen
 # modules initialised with Flax's defaults (LeCun-normal weights, zero biases, where torch's nn.Linear
-# draws both uniformly within ±1/√fan_in); each gradient step is one jitted function; the noise comes
-# from explicit JAX PRNG keys; the checkpoint is a flax msgpack file. A non-finite critic loss is caught
-# by a flag the jitted critic update returns, read once per gradient step as the twin does.
+# draws both uniformly within ±1/√fan_in); acting, the critic update and the delayed actor-and-targets
+# update are jitted functions; the noise comes from explicit JAX PRNG keys; the checkpoint is a flax
+# msgpack file. As in the twin, the critic loss is checked at every gradient step (one host sync), and a
+# non-finite one stops the run before the updated weights are taken.
 import hashlib
 import os
 import platform
