@@ -1,7 +1,9 @@
 """td3_continuous_action_jax.py: its pure pieces and networks give the torch twin's numbers (asymmetric
 per-dimension bounds, clamps, clipped smoothing noise, terminations), a tiny default run logs every tag at its
-cadence, the copied file runs every output path, a non-finite loss stops the run with its step, and bad input is
-refused before anything is made."""
+cadence, the copied file runs every output path, a non-finite loss stops the run with its step, and bad input or a video
+that cannot render is refused before anything is made."""
+
+import os
 
 import jax
 import jax.numpy as jnp
@@ -171,3 +173,12 @@ BAD = [
 def test_bad_input_exits_2_with_one_line_and_creates_nothing(flags, message, workdir, fork_script):
     result = fork_script(SCRIPT, "--capture-video", "--track", "--save-model", *flags, cwd=workdir, timeout=120)
     check_refused(result, SCRIPT, message, workdir)
+
+
+@pytest.mark.skipif("DISPLAY" in os.environ, reason="with a display GLFW can render")
+def test_video_that_cannot_render_is_refused_at_start(workdir, fork_script):
+    # GLFW needs a display; without one a frame cannot be rendered, which must show before training
+    flags = ["--env-id", "InvertedPendulum-v5", "--capture-video"]
+    result = fork_script(SCRIPT, *flags, cwd=workdir, env={"MUJOCO_GL": "glfw"}, timeout=120)
+    check_refused(result, SCRIPT, "--capture-video cannot render InvertedPendulum-v5 with MUJOCO_GL=glfw", workdir)
+    assert "headless machines need MUJOCO_GL=egl" in result.stderr
