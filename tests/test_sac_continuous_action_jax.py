@@ -165,6 +165,15 @@ def test_copied_file_runs_every_output_path_with_a_fixed_alpha(tmp_path):
     assert len(read_scalars(str(run_dir), "losses/alpha_loss")[0]) == 0  # no α loss without --autotune
 
 
+
+def test_model_card_names_sac_jax_and_loads_the_checkpoint_with_flax():
+    args = JAX.Args(env_id="Hopper-v5", save_model=True)
+    card = JAX.model_card(args, "user/Hopper-v5-sac_continuous_action_jax-seed1", [1.0, 2.0, 4.0], "replay.mp4")
+    assert "- name: SAC (JAX)\n" in card and "# SAC (JAX) agent playing Hopper-v5\n" in card
+    assert "2.33 ± 1.25" in card and "| jax | flax | optax | gymnasium |" in card
+    assert "flax.serialization.msgpack_restore(f.read())" in card and "torch" not in card
+    assert all(f"| {key} | {value} |" in card for key, value in vars(args).items())
+
 TEST_ENVS = """
 import gymnasium as gym
 from gymnasium.envs.classic_control.pendulum import PendulumEnv
