@@ -689,7 +689,9 @@ if __name__ == "__main__":
         )
         qf1_next_target = qf.apply(qf_state.target_params["qf1"], b_next_obs, next_state_actions)
         qf2_next_target = qf.apply(qf_state.target_params["qf2"], b_next_obs, next_state_actions)
-        next_q_value = soft_q_target(b_rewards, b_dones, args.gamma, qf1_next_target, qf2_next_target, next_state_log_pi, alpha)
+        next_q_value = soft_q_target(
+            b_rewards, b_dones, args.gamma, qf1_next_target, qf2_next_target, next_state_log_pi, alpha
+        )
 
         def loss_fn(params):
             qf1_a_values = qf.apply(params["qf1"], b_obs, b_actions)

@@ -80,8 +80,10 @@ def test_soft_q_target_matches_the_twin_at_terminations(autotune):
         torch_alpha = float(np.exp(np.float32(-1.3)))
     else:
         jax_alpha = torch_alpha = 0.2
-    expected = TORCH.soft_q_target(*map(torch.tensor, (rewards, dones)), 0.99, *map(torch.tensor, (q1, q2, next_log_pi)), torch_alpha)
-    result = JAX.soft_q_target(*map(jnp.asarray, (rewards, dones)), 0.99, *map(jnp.asarray, (q1, q2, next_log_pi)), jax_alpha)
+    r, d, q1_t, q2_t, log_pi_t = map(torch.tensor, (rewards, dones, q1, q2, next_log_pi))
+    expected = TORCH.soft_q_target(r, d, 0.99, q1_t, q2_t, log_pi_t, torch_alpha)
+    r, d, q1_j, q2_j, log_pi_j = map(jnp.asarray, (rewards, dones, q1, q2, next_log_pi))
+    result = JAX.soft_q_target(r, d, 0.99, q1_j, q2_j, log_pi_j, jax_alpha)
     close(result, expected)
     np.testing.assert_array_equal(np.asarray(result)[dones == 1], rewards[dones == 1])
 
@@ -106,9 +108,11 @@ def test_action_bounds_match_the_twin_through_wrappers():
 
 def actor_params_from_torch(actor):
     """The twin's Actor weights as the JAX Actor's params (a Dense kernel is the transposed Linear weight)."""
-    layers = ["fc1", "fc2", "fc_mean", "fc_logstd"]
     state = {k: v.numpy() for k, v in actor.state_dict().items()}
-    return {"params": {n: {"kernel": jnp.asarray(state[f"{n}.weight"].T), "bias": jnp.asarray(state[f"{n}.bias"])} for n in layers}}
+    layers = {}
+    for name in ["fc1", "fc2", "fc_mean", "fc_logstd"]:
+        layers[name] = {"kernel": jnp.asarray(state[f"{name}.weight"].T), "bias": jnp.asarray(state[f"{name}.bias"])}
+    return {"params": layers}
 
 
 def test_actor_with_the_twins_weights_gives_its_outputs_sample_and_log_prob(monkeypatch):
@@ -132,7 +136,8 @@ def test_actor_with_the_twins_weights_gives_its_outputs_sample_and_log_prob(monk
     key = jax.random.PRNGKey(5)
     noise = np.asarray(jax.random.normal(key, (64, 3)))  # the draw get_action makes with `key`
     monkeypatch.setattr(torch, "randn_like", lambda t: torch.tensor(noise))
-    action, log_prob, deterministic = jax.jit(lambda p, x, k: actor.apply(p, x, k, method=JAX.Actor.get_action))(params, x, key)
+    get_action = jax.jit(lambda params, x, key: actor.apply(params, x, key, method=JAX.Actor.get_action))
+    action, log_prob, deterministic = get_action(params, x, key)
     with torch.no_grad():
         torch_action, torch_log_prob, torch_deterministic = torch_actor.get_action(torch.tensor(x))
     close(action, torch_action)
@@ -165,7 +170,6 @@ def test_copied_file_runs_every_output_path_with_a_fixed_alpha(tmp_path):
     assert len(read_scalars(str(run_dir), "losses/alpha_loss")[0]) == 0  # no α loss without --autotune
 
 
-
 def test_model_card_names_sac_jax_and_loads_the_checkpoint_with_flax():
     args = JAX.Args(env_id="Hopper-v5", save_model=True)
     card = JAX.model_card(args, "user/Hopper-v5-sac_continuous_action_jax-seed1", [1.0, 2.0, 4.0], "replay.mp4")
@@ -173,6 +177,7 @@ def test_model_card_names_sac_jax_and_loads_the_checkpoint_with_flax():
     assert "2.33 ± 1.25" in card and "| jax | flax | optax | gymnasium |" in card
     assert "flax.serialization.msgpack_restore(f.read())" in card and "torch" not in card
     assert all(f"| {key} | {value} |" in card for key, value in vars(args).items())
+
 
 TEST_ENVS = """
 import gymnasium as gym
