@@ -85,12 +85,15 @@ def test_value_based_classic_control_benchmarks_run_and_report(name, flags, tmp_
         ("td3", ["--learning-starts", "100", "--buffer-size", "500", "--batch-size", "32"]),
         ("ddpg", ["--learning-starts", "100", "--buffer-size", "500", "--batch-size", "32"]),
         ("rpo", ["--num-steps", "128", "--num-minibatches", "4"]),
+        # a JAX twin through the same suite (no --no-cuda; one XLA thread); the other *_jax.sh are the same one line
+        ("sac_jax", ["--learning-starts", "100", "--buffer-size", "500", "--batch-size", "32"]),
     ],
 )
 def test_mujoco_benchmarks_run_and_report(name, flags, tmp_path):
     run_benchmark(["bash", f"benchmark/{name}.sh", *flags], tmp_path, ENVS="InvertedPendulum-v5", SEEDS="1", STEPS="256")
     table = (tmp_path / f"{name}_mujoco" / "report.md").read_text()
-    assert f"| {name}_continuous_action | InvertedPendulum-v5 | 1 | 1 |" in table
+    script = name.removesuffix("_jax") + "_continuous_action" + ("_jax" if name.endswith("_jax") else "")
+    assert f"| {script} | InvertedPendulum-v5 | 1 | 1 |" in table
 
 
 def test_continuous_vs_sb3_writes_its_table_and_resumes(tmp_path):
