@@ -1,4 +1,6 @@
-# Deep Deterministic Policy Gradient (DDPG) for continuous (Box) actions, e.g. the MuJoCo tasks.
+# Deep Deterministic Policy Gradient (DDPG) for continuous (Box) actions, e.g. the MuJoCo tasks, in JAX
+# (Flax + Optax): the JAX version of ddpg_continuous_action.py, with the same algorithm, defaults, flags,
+# outputs and checks.
 # Papers: Lillicrap et al. 2016, "Continuous control with deep reinforcement learning" (ICLR,
 # arXiv:1509.02971); the deterministic policy gradient of Silver et al. 2014 (ICML).
 # Defaults are CleanRL's published ones, those of the TD3 paper's "our DDPG" baseline (Fujimoto et al.
@@ -13,12 +15,14 @@
 # true final observation and bootstraps from it); with several envs every env step past
 # learning_starts gets one gradient step, so the update-to-data ratio stays 1.
 # Evaluation acts deterministically (no noise).
-# JAX version of ddpg_continuous_action.py: only the framework differs. The networks are flax.linen
-# modules initialised with Flax's defaults (LeCun-normal weights, zero biases, where torch's nn.Linear
-# draws both uniformly within ±1/√fan_in); acting, the critic update and the delayed actor-and-targets
-# update are jitted functions; the noise comes from explicit JAX PRNG keys; the checkpoint is a flax
-# msgpack file. As in the twin, the critic loss is checked at every gradient step (one host sync), and a
-# non-finite one stops the run before the updated weights are taken.
+# What the framework changes: layers start from Flax's default initialisation (LeCun-normal weights, zero
+# biases) rather than torch's uniform ±1/√fan_in; random numbers come from JAX's PRNG (one key split
+# explicitly), so a seed gives other samples than in the torch script, though the same values run after run;
+# each TrainState also holds its target network's parameters (`target_params`);
+# the checkpoint is a Flax msgpack file; there is no --cuda or --torch-deterministic (JAX uses the accelerator
+# it was installed for). The critic loss is read back every gradient step, as the torch script does, so a
+# non-finite loss stops the run at its step, before the update is taken (the actions are read back every
+# step anyway).
 import hashlib
 import os
 import platform
@@ -158,23 +162,27 @@ class QNetwork(nn.Module):
 
 
 class Actor(nn.Module):
+    # the bounds are fields, not parameters: the evaluation reads them from the env again
     action_low: np.ndarray
     action_high: np.ndarray
 
+    @property
+    def action_scale(self):
+        return jnp.asarray((self.action_high - self.action_low) / 2.0, dtype=jnp.float32)
+
+    @property
+    def action_bias(self):
+        return jnp.asarray((self.action_high + self.action_low) / 2.0, dtype=jnp.float32)
+
     @nn.compact
     def __call__(self, x):
-        # the bounds are fields, not parameters: the evaluation reads them from the env again
-        action_scale = (self.action_high - self.action_low) / 2.0
-        action_bias = (self.action_high + self.action_low) / 2.0
         x = nn.relu(nn.Dense(256, name="fc1")(x))
         x = nn.relu(nn.Dense(256, name="fc2")(x))
-        return rescale_action(jnp.tanh(nn.Dense(len(self.action_low), name="fc_mu")(x)), action_scale, action_bias)
+        return rescale_action(jnp.tanh(nn.Dense(len(self.action_low), name="fc_mu")(x)), self.action_scale, self.action_bias)
 
 
-class TargetTrainState(TrainState):
-    """A network's parameters, optimiser state and the parameters of its target network."""
-
-    target_params: flax.core.FrozenDict
+class TrainState(TrainState):
+    target_params: flax.core.FrozenDict  # the target network's parameters
 
 
 class ReplayBuffer:
@@ -429,17 +437,15 @@ Episodic return over {len(episodic_returns)} evaluation episodes: **{mean:.2f} �
 python -m cleanrl_utils.enjoy --exp-name {args.exp_name} --hf-repository {repo_id}
 ```
 
-or, in Python, with the script's `Actor` and `action_bounds` (the checkpoint holds the actor's parameters under
-"model", the critic's under "qf1", and the run's arguments under "args"):
+The checkpoint is a Flax msgpack file: the actor's parameters under "model" (the Q-network's under "qf1"), the
+run's arguments under "args".
 
-```
-import flax.serialization, gymnasium as gym, jax, numpy as np
+```python
+import flax.serialization
+
 with open("{args.exp_name}.cleanrl_model", "rb") as f:
     checkpoint = flax.serialization.msgpack_restore(f.read())
-env = gym.make(checkpoint["args"]["env_id"])
-actor = Actor(*action_bounds(env))
-template = actor.init(jax.random.PRNGKey(0), np.zeros((1,) + env.observation_space.shape, np.float32))
-params = flax.serialization.from_state_dict(template, checkpoint["model"])
+# params = flax.serialization.from_state_dict(actor.init(key, obs), checkpoint["model"]), actor = Actor(low, high) of {script}
 ```
 
 ## Reproduce
@@ -617,13 +623,12 @@ if __name__ == "__main__":
     actor_params = actor.init(actor_key, sample_obs)
     qf1_params = qf1.init(qf1_key, sample_obs, sample_actions)
     # the targets start as copies
-    actor_state = TargetTrainState.create(
+    actor_state = TrainState.create(
         apply_fn=actor.apply, params=actor_params, target_params=actor_params, tx=optax.adam(args.learning_rate)
     )
-    qf1_state = TargetTrainState.create(
+    qf1_state = TrainState.create(
         apply_fn=qf1.apply, params=qf1_params, target_params=qf1_params, tx=optax.adam(args.learning_rate)
     )
-    action_scale = (action_high - action_low) / 2.0
 
     @jax.jit
     def act(actor_params, obs, key):
@@ -631,7 +636,7 @@ if __name__ == "__main__":
         key, noise_key = jax.random.split(key)
         actions = actor.apply(actor_params, obs)
         noise = jax.random.normal(noise_key, actions.shape)  # one draw per env and per dimension
-        return exploration_actions(actions, noise, args.exploration_noise, action_scale, action_low, action_high), key
+        return exploration_actions(actions, noise, args.exploration_noise, actor.action_scale, action_low, action_high), key
 
     @jax.jit
     def update_critic(actor_state, qf1_state, b_obs, b_actions, b_rewards, b_next_obs, b_dones):
@@ -730,7 +735,7 @@ if __name__ == "__main__":
             "args": vars(args),
         }
         with open(model_path, "wb") as f:
-            f.write(flax.serialization.msgpack_serialize(jax.device_get(checkpoint)))
+            f.write(flax.serialization.msgpack_serialize(checkpoint))
         print(f"model saved to {model_path}")
         episodic_returns = evaluate(model_path, 10, run_name, capture_video=args.capture_video)
         for idx, episodic_return in enumerate(episodic_returns):

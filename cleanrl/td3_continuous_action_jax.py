@@ -1,4 +1,6 @@
-# Twin Delayed Deep Deterministic policy gradient (TD3) for continuous (Box) actions, e.g. MuJoCo.
+# Twin Delayed Deep Deterministic policy gradient (TD3) for continuous (Box) actions, e.g. MuJoCo, in JAX
+# (Flax + Optax): the JAX version of td3_continuous_action.py, with the same algorithm, defaults, flags,
+# outputs and checks.
 # Paper: Fujimoto et al. 2018, "Addressing Function Approximation Error in Actor-Critic Methods"
 # (ICML, arXiv:1802.09477): clipped double-Q learning with twin critics, delayed policy and target
 # updates, and target policy smoothing.
@@ -13,12 +15,15 @@
 # range; an episode cut by a time limit is not terminal (its transition stores the true final
 # observation and bootstraps from it); with several envs every env step past learning_starts gets one
 # gradient step, so the update-to-data ratio stays 1. Evaluation acts deterministically (no noise).
-# JAX version of td3_continuous_action.py: only the framework differs. The networks are flax.linen
-# modules initialised with Flax's defaults (LeCun-normal weights, zero biases, where torch's nn.Linear
-# draws both uniformly within ±1/√fan_in); acting, the critic update and the delayed actor-and-targets
-# update are jitted functions; the noise comes from explicit JAX PRNG keys; the checkpoint is a flax
-# msgpack file. As in the twin, the critic loss is checked at every gradient step (one host sync), and a
-# non-finite one stops the run before the updated weights are taken.
+# What the framework changes: layers start from Flax's default initialisation (LeCun-normal weights, zero
+# biases) rather than torch's uniform ±1/√fan_in; random numbers come from JAX's PRNG (one key split
+# explicitly), so a seed gives other samples than in the torch script, though the same values run after run;
+# both Q-networks sit in one TrainState (params {"qf1", "qf2"}) with one Adam, as the torch script has one
+# optimiser over both; each TrainState also holds its target network's parameters (`target_params`);
+# the checkpoint is a Flax msgpack file; there is no --cuda or --torch-deterministic (JAX uses the accelerator
+# it was installed for). The critic loss is read back every gradient step, as the torch script does, so a
+# non-finite loss stops the run at its step, before the update is taken (the actions are read back every
+# step anyway).
 import hashlib
 import os
 import platform
@@ -172,23 +177,27 @@ class QNetwork(nn.Module):
 
 
 class Actor(nn.Module):
+    # the bounds are fields, not parameters: the evaluation reads them from the env again
     action_low: np.ndarray
     action_high: np.ndarray
 
+    @property
+    def action_scale(self):
+        return jnp.asarray((self.action_high - self.action_low) / 2.0, dtype=jnp.float32)
+
+    @property
+    def action_bias(self):
+        return jnp.asarray((self.action_high + self.action_low) / 2.0, dtype=jnp.float32)
+
     @nn.compact
     def __call__(self, x):
-        # the bounds are fields, not parameters: the evaluation reads them from the env again
-        action_scale = (self.action_high - self.action_low) / 2.0
-        action_bias = (self.action_high + self.action_low) / 2.0
         x = nn.relu(nn.Dense(256, name="fc1")(x))
         x = nn.relu(nn.Dense(256, name="fc2")(x))
-        return rescale_action(jnp.tanh(nn.Dense(len(self.action_low), name="fc_mu")(x)), action_scale, action_bias)
+        return rescale_action(jnp.tanh(nn.Dense(len(self.action_low), name="fc_mu")(x)), self.action_scale, self.action_bias)
 
 
-class TargetTrainState(TrainState):
-    """A network's parameters, optimiser state and the parameters of its target network."""
-
-    target_params: flax.core.FrozenDict
+class TrainState(TrainState):
+    target_params: flax.core.FrozenDict  # the target network's parameters
 
 
 class ReplayBuffer:
@@ -444,17 +453,15 @@ Episodic return over {len(episodic_returns)} evaluation episodes: **{mean:.2f} �
 python -m cleanrl_utils.enjoy --exp-name {args.exp_name} --hf-repository {repo_id}
 ```
 
-or, in Python, with the script's `Actor` and `action_bounds` (the checkpoint holds the actor's parameters under
-"model", the critics' under "qf1" and "qf2", and the run's arguments under "args"):
+The checkpoint is a Flax msgpack file: the actor's parameters under "model" (the Q-networks' under "qf1" and
+"qf2"), the run's arguments under "args".
 
-```
-import flax.serialization, gymnasium as gym, jax, numpy as np
+```python
+import flax.serialization
+
 with open("{args.exp_name}.cleanrl_model", "rb") as f:
     checkpoint = flax.serialization.msgpack_restore(f.read())
-env = gym.make(checkpoint["args"]["env_id"])
-actor = Actor(*action_bounds(env))
-template = actor.init(jax.random.PRNGKey(0), np.zeros((1,) + env.observation_space.shape, np.float32))
-params = flax.serialization.from_state_dict(template, checkpoint["model"])
+# params = flax.serialization.from_state_dict(actor.init(key, obs), checkpoint["model"]), actor = Actor(low, high) of {script}
 ```
 
 ## Reproduce
@@ -630,19 +637,14 @@ if __name__ == "__main__":
     sample_obs = np.zeros((1, obs_dim), dtype=np.float32)
     sample_actions = np.zeros((1, action_dim), dtype=np.float32)
     actor_params = actor.init(actor_key, sample_obs)
-    qf1_params = qf.init(qf1_key, sample_obs, sample_actions)
-    qf2_params = qf.init(qf2_key, sample_obs, sample_actions)
-    # the targets start as copies; Adam per network is what one Adam over both critics' parameters does
-    actor_state = TargetTrainState.create(
+    qf_params = {"qf1": qf.init(qf1_key, sample_obs, sample_actions), "qf2": qf.init(qf2_key, sample_obs, sample_actions)}
+    # the targets start as copies of the networks
+    actor_state = TrainState.create(
         apply_fn=actor.apply, params=actor_params, target_params=actor_params, tx=optax.adam(args.learning_rate)
     )
-    qf1_state = TargetTrainState.create(
-        apply_fn=qf.apply, params=qf1_params, target_params=qf1_params, tx=optax.adam(args.learning_rate)
+    qf_state = TrainState.create(
+        apply_fn=qf.apply, params=qf_params, target_params=qf_params, tx=optax.adam(args.learning_rate)
     )
-    qf2_state = TargetTrainState.create(
-        apply_fn=qf.apply, params=qf2_params, target_params=qf2_params, tx=optax.adam(args.learning_rate)
-    )
-    action_scale = (action_high - action_low) / 2.0
 
     @jax.jit
     def act(actor_params, obs, key):
@@ -650,50 +652,50 @@ if __name__ == "__main__":
         key, noise_key = jax.random.split(key)
         actions = actor.apply(actor_params, obs)
         noise = jax.random.normal(noise_key, actions.shape)  # one draw per env and per dimension
-        return exploration_actions(actions, noise, args.exploration_noise, action_scale, action_low, action_high), key
+        return exploration_actions(actions, noise, args.exploration_noise, actor.action_scale, action_low, action_high), key
 
     @jax.jit
-    def update_critic(actor_state, qf1_state, qf2_state, b_obs, b_actions, b_rewards, b_next_obs, b_dones, key):
-        """One gradient step of both critics towards the clipped double-Q targets; the new states, metrics, next key."""
+    def update_critic(actor_state, qf_state, b_obs, b_actions, b_rewards, b_next_obs, b_dones, key):
+        """One gradient step of both critics towards the clipped double-Q targets; the new state, metrics, next key."""
         key, noise_key = jax.random.split(key)
         target_actions = actor.apply(actor_state.target_params, b_next_obs)
         noise = jax.random.normal(noise_key, target_actions.shape)  # one draw per batch row and per dimension
         next_state_actions = smoothed_target_actions(
-            target_actions, noise, args.policy_noise, args.noise_clip, action_scale, action_low, action_high
+            target_actions, noise, args.policy_noise, args.noise_clip, actor.action_scale, action_low, action_high
         )
-        qf1_next_target = qf.apply(qf1_state.target_params, b_next_obs, next_state_actions)
-        qf2_next_target = qf.apply(qf2_state.target_params, b_next_obs, next_state_actions)
+        qf1_next_target = qf.apply(qf_state.target_params["qf1"], b_next_obs, next_state_actions)
+        qf2_next_target = qf.apply(qf_state.target_params["qf2"], b_next_obs, next_state_actions)
         next_q_value = clipped_double_q_target(b_rewards, b_dones, args.gamma, qf1_next_target, qf2_next_target)
 
-        def mse_loss(params):
-            qf_a_values = qf.apply(params, b_obs, b_actions)
-            return ((qf_a_values - next_q_value) ** 2).mean(), qf_a_values
+        def loss_fn(params):
+            qf1_a_values = qf.apply(params["qf1"], b_obs, b_actions)
+            qf2_a_values = qf.apply(params["qf2"], b_obs, b_actions)
+            qf1_loss = ((qf1_a_values - next_q_value) ** 2).mean()
+            qf2_loss = ((qf2_a_values - next_q_value) ** 2).mean()
+            metrics = {
+                "qf1_values": qf1_a_values.mean(),
+                "qf2_values": qf2_a_values.mean(),
+                "qf1_loss": qf1_loss,
+                "qf2_loss": qf2_loss,
+            }
+            return qf1_loss + qf2_loss, metrics
 
-        (qf1_loss, qf1_a_values), qf1_grads = jax.value_and_grad(mse_loss, has_aux=True)(qf1_state.params)
-        (qf2_loss, qf2_a_values), qf2_grads = jax.value_and_grad(mse_loss, has_aux=True)(qf2_state.params)
-        qf_loss = qf1_loss + qf2_loss
-        metrics = {
-            "qf1_values": qf1_a_values.mean(),
-            "qf2_values": qf2_a_values.mean(),
-            "qf1_loss": qf1_loss,
-            "qf2_loss": qf2_loss,
-            "qf_loss": qf_loss / 2.0,
-        }
-        return qf1_state.apply_gradients(grads=qf1_grads), qf2_state.apply_gradients(grads=qf2_grads), metrics, key
+        (qf_loss, metrics), grads = jax.value_and_grad(loss_fn, has_aux=True)(qf_state.params)
+        metrics["qf_loss"] = qf_loss
+        return qf_state.apply_gradients(grads=grads), metrics, key
 
     @jax.jit
-    def update_actor(actor_state, qf1_state, qf2_state, b_obs):
-        """One gradient step of the actor up Q1, then the soft updates of the three targets."""
+    def update_actor(actor_state, qf_state, b_obs):
+        """One gradient step of the actor up Q1, then the soft updates of the actor's and both critics' targets."""
 
         def actor_loss_fn(params):
-            return -qf.apply(qf1_state.params, b_obs, actor.apply(params, b_obs)).mean()
+            return -qf.apply(qf_state.params["qf1"], b_obs, actor.apply(params, b_obs)).mean()
 
         actor_loss, actor_grads = jax.value_and_grad(actor_loss_fn)(actor_state.params)
         actor_state = actor_state.apply_gradients(grads=actor_grads)
         actor_state = actor_state.replace(target_params=soft_update(actor_state.target_params, actor_state.params, args.tau))
-        qf1_state = qf1_state.replace(target_params=soft_update(qf1_state.target_params, qf1_state.params, args.tau))
-        qf2_state = qf2_state.replace(target_params=soft_update(qf2_state.target_params, qf2_state.params, args.tau))
-        return actor_state, qf1_state, qf2_state, actor_loss
+        qf_state = qf_state.replace(target_params=soft_update(qf_state.target_params, qf_state.params, args.tau))
+        return actor_state, qf_state, actor_loss
 
     rb = ReplayBuffer(args.buffer_size, envs.single_observation_space.shape, action_dim)
 
@@ -728,8 +730,8 @@ if __name__ == "__main__":
         # `step` numbers them so that the policy, target and logging cadences fire at their rates
         for step in range(max(previous_step, args.learning_starts) + 1, global_step + 1):
             b_obs, b_actions, b_rewards, b_next_obs, b_dones = rb.sample(args.batch_size)
-            new_qf1_state, new_qf2_state, metrics, key = update_critic(
-                actor_state, qf1_state, qf2_state, b_obs, b_actions, b_rewards, b_next_obs, b_dones, key
+            new_qf_state, metrics, key = update_critic(
+                actor_state, qf_state, b_obs, b_actions, b_rewards, b_next_obs, b_dones, key
             )
             # one sync per gradient step: stop before a non-finite loss reaches the weights
             if not np.isfinite(metrics["qf_loss"]):
@@ -738,17 +740,17 @@ if __name__ == "__main__":
                 writer.close()
                 envs.close()
                 sys.exit(1)
-            qf1_state, qf2_state = new_qf1_state, new_qf2_state
+            qf_state = new_qf_state
 
             if step % args.policy_frequency == 0:  # delayed policy and target updates
-                actor_state, qf1_state, qf2_state, actor_loss = update_actor(actor_state, qf1_state, qf2_state, b_obs)
+                actor_state, qf_state, actor_loss = update_actor(actor_state, qf_state, b_obs)
 
             if step % 100 == 0:
                 writer.add_scalar("losses/qf1_values", float(metrics["qf1_values"]), global_step)
                 writer.add_scalar("losses/qf2_values", float(metrics["qf2_values"]), global_step)
                 writer.add_scalar("losses/qf1_loss", float(metrics["qf1_loss"]), global_step)
                 writer.add_scalar("losses/qf2_loss", float(metrics["qf2_loss"]), global_step)
-                writer.add_scalar("losses/qf_loss", float(metrics["qf_loss"]), global_step)
+                writer.add_scalar("losses/qf_loss", float(metrics["qf_loss"]) / 2.0, global_step)
                 if actor_loss is not None:
                     writer.add_scalar("losses/actor_loss", float(actor_loss), global_step)
                 writer.add_scalar("charts/SPS", int(global_step / (time.time() - start_time)), global_step)
@@ -766,12 +768,12 @@ if __name__ == "__main__":
         model_path = f"runs/{run_name}/{args.exp_name}.cleanrl_model"
         checkpoint = {
             "model": flax.serialization.to_state_dict(actor_state.params),
-            "qf1": flax.serialization.to_state_dict(qf1_state.params),
-            "qf2": flax.serialization.to_state_dict(qf2_state.params),
+            "qf1": flax.serialization.to_state_dict(qf_state.params["qf1"]),
+            "qf2": flax.serialization.to_state_dict(qf_state.params["qf2"]),
             "args": vars(args),
         }
         with open(model_path, "wb") as f:
-            f.write(flax.serialization.msgpack_serialize(jax.device_get(checkpoint)))
+            f.write(flax.serialization.msgpack_serialize(checkpoint))
         print(f"model saved to {model_path}")
         episodic_returns = evaluate(model_path, 10, run_name, capture_video=args.capture_video)
         for idx, episodic_return in enumerate(episodic_returns):

@@ -11,14 +11,14 @@ import numpy as np
 import pytest
 import torch
 
-from budgets import CONTINUOUS_TINY, VIDEO_ENV
+from budgets import JAX_TINY, VIDEO_ENV
 from cleanrl_utils.report import read_scalars
 from conftest import check_ok, check_refused, load_script, only_run_dir, run_copied_alone, run_script, script_env
 
 SCRIPT = "ddpg_continuous_action_jax.py"
 DDPG = load_script("ddpg_continuous_action")
 DDPG_JAX = load_script("ddpg_continuous_action_jax")
-TINY = CONTINUOUS_TINY["ddpg_continuous_action.py"]
+TINY = JAX_TINY[SCRIPT]  # the twin's: 300 Hopper steps, learning from step 100
 TAGS = ["losses/qf1_values", "losses/qf1_loss", "losses/actor_loss", "charts/SPS"]
 
 # three dimensions with different, asymmetric ranges
@@ -94,6 +94,8 @@ def test_networks_with_the_twins_weights_give_its_outputs():
     actions = torch.as_tensor(np.random.default_rng(4).uniform(LOW, HIGH, (32, 3)).astype(np.float32))
     with torch.no_grad():
         expected_actions, expected_q = actor(obs).numpy(), qf(obs, actions).numpy()
+    np.testing.assert_allclose(DDPG_JAX.Actor(LOW, HIGH).action_scale, actor.action_scale.numpy(), **TOL)
+    np.testing.assert_allclose(DDPG_JAX.Actor(LOW, HIGH).action_bias, actor.action_bias.numpy(), **TOL)
     j_actions = DDPG_JAX.Actor(LOW, HIGH).apply(flax_params(actor), obs.numpy())
     j_q = DDPG_JAX.QNetwork().apply(flax_params(qf), obs.numpy(), actions.numpy())
     np.testing.assert_allclose(j_actions, expected_actions, rtol=1e-5, atol=1e-5)
@@ -113,7 +115,7 @@ def test_default_flags(workdir):
 
 
 def test_copied_file_runs_every_output_path(tmp_path):
-    _, checkpoint, _ = run_copied_alone(SCRIPT, *TINY, *VIDEO_ENV["ddpg_continuous_action.py"], tmp_path=tmp_path)
+    _, checkpoint, _ = run_copied_alone(SCRIPT, *TINY, *VIDEO_ENV[SCRIPT], tmp_path=tmp_path)
     assert set(checkpoint) == {"model", "qf1", "args"}
     assert set(checkpoint["model"]["params"]) == {"fc1", "fc2", "fc_mu"}
     assert set(checkpoint["qf1"]["params"]) == {"fc1", "fc2", "fc3"}
