@@ -516,7 +516,9 @@ def evaluate(model_path, eval_episodes, run_name, epsilon=0.05, capture_video=Fa
         v_min=saved["v_min"],
         v_max=saved["v_max"],
     )
-    template = q_network.init(jax.random.PRNGKey(0), np.zeros((1,) + envs.single_observation_space.shape, np.float32))
+    template = jax.eval_shape(
+        q_network.init, jax.random.PRNGKey(0), np.zeros((1,) + envs.single_observation_space.shape, np.float32)
+    )
     params = flax.serialization.from_state_dict(template, checkpoint["model"])
     greedy_actions = jax.jit(lambda params, obs: q_network.apply(params, obs, method=QNetwork.get_action)[0])
     obs, _ = envs.reset(seed=saved["seed"] + 100_000)
@@ -619,7 +621,8 @@ if __name__ == "__main__":
         v_min=args.v_min,
         v_max=args.v_max,
     )
-    q_params = q_network.init(q_key, np.zeros((1,) + envs.single_observation_space.shape, np.float32))
+    # jitted: one compilation instead of one per operation of the initialisers
+    q_params = jax.jit(q_network.init)(q_key, np.zeros((1,) + envs.single_observation_space.shape, np.float32))
     # the target network starts as a copy of the Q-network (JAX arrays are immutable: sharing them is a copy)
     q_state = QNetworkState.create(
         apply_fn=q_network.apply,

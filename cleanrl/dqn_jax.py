@@ -457,7 +457,9 @@ def evaluate(model_path, eval_episodes, run_name, epsilon=0.05, capture_video=Fa
     envs = make_vector_env(saved["env_id"], 1, capture_video, f"{run_name}-eval")
     envs.action_space.seed(saved["seed"] + 100_000)
     q_network = QNetwork(envs.single_action_space.n)
-    template = q_network.init(jax.random.PRNGKey(0), np.zeros((1,) + envs.single_observation_space.shape, np.float32))
+    template = jax.eval_shape(
+        q_network.init, jax.random.PRNGKey(0), np.zeros((1,) + envs.single_observation_space.shape, np.float32)
+    )
     params = flax.serialization.from_state_dict(template, checkpoint["model"])
     greedy_actions = jax.jit(lambda params, obs: jnp.argmax(q_network.apply(params, obs), axis=1))
     obs, _ = envs.reset(seed=saved["seed"] + 100_000)
@@ -555,7 +557,8 @@ if __name__ == "__main__":
     envs.action_space.seed(args.seed)
 
     q_network = QNetwork(envs.single_action_space.n)
-    q_params = q_network.init(q_key, np.zeros((1,) + envs.single_observation_space.shape, np.float32))
+    # jitted: one compilation instead of one per operation of the initialisers
+    q_params = jax.jit(q_network.init)(q_key, np.zeros((1,) + envs.single_observation_space.shape, np.float32))
     # the target network starts as a copy of the Q-network (JAX arrays are immutable: sharing them is a copy)
     q_state = QNetworkState.create(
         apply_fn=q_network.apply,
