@@ -93,7 +93,9 @@ def test_project_distribution_matches_c51(jax_c51, torch_c51, gamma, n_atoms, v_
     dones = (rng.random(256) < 0.3).astype(np.float32)  # terminations; truncations are stored with done = 0
     atoms = torch.linspace(v_min, v_max, n_atoms).numpy()  # the support c51.py's QNetwork holds
     got, expected = both_projections(jax_c51, torch_c51, next_pmfs, rewards, dones, gamma, atoms)
-    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+    # float32 tolerance of the split: a position b near atom k is known to an ulp of k (7.6e-6 at k = 100),
+    # and that much of a mass can move to the neighbouring atom
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(got.sum(1), 1.0, rtol=1e-5)
 
 
