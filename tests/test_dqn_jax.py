@@ -26,6 +26,10 @@ def torch_dqn():
     return load_script("dqn")
 
 
+# the two tests that share the default run, on one xdist worker so that it runs once
+same_worker = pytest.mark.xdist_group("dqn_jax_default_run")
+
+
 @pytest.fixture(scope="module")
 def default_run(tmp_path_factory):
     """The run directory and stdout of a tiny run with the default flags."""
@@ -36,6 +40,7 @@ def default_run(tmp_path_factory):
     return only_run_dir(workdir), result.stdout
 
 
+@same_worker
 def test_default_flags_log_every_tag_at_its_cadence(default_run):
     run_dir, stdout = default_run
     assert "global_step=" in stdout and "SPS=" in stdout
@@ -45,6 +50,7 @@ def test_default_flags_log_every_tag_at_its_cadence(default_run):
     assert len(read_scalars(str(run_dir), "charts/episodic_return")[0]) >= 1
 
 
+@same_worker
 def test_copied_file_runs_every_output_path_with_the_same_values(default_run, tmp_path):
     run_dir, checkpoint, _ = run_copied_alone(SCRIPT, *TINY, tmp_path=tmp_path)
     assert sorted(checkpoint["model"]["params"]["network"]) == ["layers_0", "layers_2", "layers_4"]
