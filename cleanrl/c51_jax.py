@@ -439,8 +439,8 @@ from {os.path.splitext(script)[0]} import QNetwork  # the script in this reposit
 
 with open("{args.exp_name}.cleanrl_model", "rb") as f:
     checkpoint = flax.serialization.msgpack_restore(f.read())
-env = gym.make(checkpoint["args"]["env_id"])
 saved = checkpoint["args"]
+env = gym.make(saved["env_id"])
 q_network = QNetwork(env.action_space.n, n_atoms=saved["n_atoms"], v_min=saved["v_min"], v_max=saved["v_max"])
 template = q_network.init(jax.random.PRNGKey(0), np.zeros((1,) + env.observation_space.shape, np.float32))
 params = flax.serialization.from_state_dict(template, checkpoint["model"])
