@@ -70,7 +70,13 @@ def test_atari_replay_memory_reports_bytes_per_transition(script, tmp_path):
 
 
 @pytest.mark.parametrize(
-    "name,flags", [("dqn", ["--learning-starts", "500"]), ("c51", ["--learning-starts", "500"]), ("pqn", [])]
+    "name,flags",
+    [
+        ("dqn", ["--learning-starts", "500"]),
+        ("c51", ["--learning-starts", "500"]),
+        ("pqn", []),
+        ("dqn_jax", ["--learning-starts", "500"]),
+    ],
 )
 def test_value_based_classic_control_benchmarks_run_and_report(name, flags, tmp_path):
     run_benchmark(["bash", f"benchmark/{name}.sh", *flags], tmp_path, ENVS="CartPole-v1", SEEDS="1", STEPS="1024")
