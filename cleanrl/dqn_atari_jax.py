@@ -2,7 +2,7 @@
 # of dqn_atari.py. Only the framework differs (Flax network, Optax Adam, jitted acting and updates);
 # the env set-up, frame-level replay memory, validation, logging and outputs are dqn_atari.py's. The
 # layers start from Flax's default initialisation (LeCun-normal weights, zero biases) where torch's
-# layers start from Kaiming-uniform ones; the checkpoint is a Flax msgpack file, not a torch file.
+# draw weights and biases uniformly in ±1/√fan_in; the checkpoint is a Flax msgpack file.
 # Paper: Mnih et al. 2015, "Human-level control through deep reinforcement learning" (Nature 518),
 # with its preprocessing (no-op starts, frame skip 4 with max-pooling, life loss as terminal, reward
 # clipping, 84x84 grayscale, stacks of 4) and Machado et al. 2018 (JAIR, "Revisiting the Arcade
