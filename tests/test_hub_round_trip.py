@@ -56,6 +56,8 @@ ALGORITHM = {
     "sac_continuous_action_jax.py": "SAC (JAX)",
     "dqn_jax.py": "DQN (JAX)",
     "c51_jax.py": "C51 (JAX)",
+    "dqn_atari_jax.py": "DQN (JAX)",
+    "c51_atari_jax.py": "C51 (JAX)",
 }
 
 
