@@ -85,10 +85,12 @@ def args_error(args: Args):
         return f"--only takes one or more of {', '.join(COMPARISONS)}, got {' '.join(args.only) or 'nothing'}"
     if args.threads < 1:
         return f"--threads must be at least 1, got {args.threads}"
-    if args.dqn_steps <= 10_000:
-        return f"--dqn-steps must be above dqn's learning start (10,000), got {args.dqn_steps}"
-    if args.td3_steps <= 5_000:
-        return f"--td3-steps must be above the td3 comparison's learning start (5,000), got {args.td3_steps}"
+    # the scripts log SPS with their losses: dqn every 100 gradient steps (1,000 env steps) after its learning start
+    # at 10,000, td3 every 100 env steps after the comparison's learning start at 5,000
+    if args.dqn_steps < 11_000:
+        return f"--dqn-steps must be at least 11,000 (dqn logs its first SPS there), got {args.dqn_steps}"
+    if args.td3_steps < 5_100:
+        return f"--td3-steps must be at least 5,100 (td3 logs its first SPS there), got {args.td3_steps}"
     if args.ppo_steps < 1024 or args.ppo_steps % 1024:
         return f"--ppo-steps must be a positive multiple of one batch (8 envs x 128 steps = 1,024), got {args.ppo_steps}"
     return rounds_error(args.rounds, args.markdown)
@@ -144,9 +146,9 @@ def main(args: Args):
     import jax
     import torch
 
+    steps = " ".join(f"--{COMPARISONS[name][4].replace('_', '-')} {getattr(args, COMPARISONS[name][4])}" for name in args.only)
     command = (
-        f".venv/bin/python benchmark/torch_vs_jax_speed.py --only {' '.join(args.only)} --rounds {args.rounds} "
-        f"--dqn-steps {args.dqn_steps} --td3-steps {args.td3_steps} --ppo-steps {args.ppo_steps} "
+        f".venv/bin/python benchmark/torch_vs_jax_speed.py --only {' '.join(args.only)} --rounds {args.rounds} {steps} "
         f"--threads {args.threads}" + (" --cuda" if args.cuda else "")
     )
     device = "the GPU" if args.cuda else f"the CPU ({platform.processor() or platform.machine()})"

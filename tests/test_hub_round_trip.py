@@ -54,6 +54,10 @@ ALGORITHM = {
     "ppo_atari_envpool.py": "PPO",
     "ppo_pettingzoo_ma_atari.py": "PPO self-play",
     "sac_continuous_action_jax.py": "SAC (JAX)",
+    "dqn_jax.py": "DQN (JAX)",
+    "c51_jax.py": "C51 (JAX)",
+    "dqn_atari_jax.py": "DQN (JAX)",
+    "c51_atari_jax.py": "C51 (JAX)",
 }
 
 
