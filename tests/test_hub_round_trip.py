@@ -58,6 +58,8 @@ ALGORITHM = {
     "c51_jax.py": "C51 (JAX)",
     "dqn_atari_jax.py": "DQN (JAX)",
     "c51_atari_jax.py": "C51 (JAX)",
+    "td3_continuous_action_jax.py": "TD3 (JAX)",
+    "ddpg_continuous_action_jax.py": "DDPG (JAX)",
 }
 
 
