@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # ppo_atari_envpool_xla_jax.py, the JAX version of ppo_atari_envpool.py (env steps through envpool's XLA
-# interface), on envpool's Breakout-v5 (ENV_ID for another game), seed 1, with peak memory from /usr/bin/time
-# -v, then the episodic-return curves and a table (report.md and Breakout-v5.png in
+# interface), on envpool's Breakout-v5 (ENV_ID for another game), seed 1, with peak memory from
+# /usr/bin/time -v, then the episodic-return curves and a table (report.md and Breakout-v5.png in
 # $RESULTS/ppo_atari_envpool_xla_jax/, default benchmark/results/). Same budget and defaults as
 # ppo_atari_envpool.sh, so the two reports (and their SPS) compare directly. On a GPU machine JAX needs its CUDA
 # build; the CPU build runs everything on the CPU.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # ppo_atari_envpool_xla_jax_scan.py, the JAX version of ppo_atari_envpool.py whose rollout and update run under
-# jax.lax.scan, on envpool's Breakout-v5 (ENV_ID for another game), seed 1, with peak memory from /usr/bin/time
-# -v, then the episodic-return curves and a table (report.md and Breakout-v5.png in
+# jax.lax.scan, on envpool's Breakout-v5 (ENV_ID for another game), seed 1, with peak memory from
+# /usr/bin/time -v, then the episodic-return curves and a table (report.md and Breakout-v5.png in
 # $RESULTS/ppo_atari_envpool_xla_jax_scan/, default benchmark/results/). Same budget and defaults as
 # ppo_atari_envpool.sh, so the two reports (and their SPS) compare directly. On a GPU machine JAX needs its CUDA
 # build; the CPU build runs everything on the CPU.
