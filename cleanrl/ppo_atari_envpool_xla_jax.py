@@ -238,7 +238,19 @@ def masked_mean(x, mask):
 
 
 def ppo_loss(
-    newlogprob, entropy, newvalue, logprobs, advantages, returns, values, valid, clip_coef, clip_vloss, norm_adv, ent_coef, vf_coef
+    newlogprob,
+    entropy,
+    newvalue,
+    logprobs,
+    advantages,
+    returns,
+    values,
+    valid,
+    clip_coef,
+    clip_vloss,
+    norm_adv,
+    ent_coef,
+    vf_coef,
 ):
     """The PPO loss of one minibatch of B steps: the new policy's log-probabilities of the taken actions, its
     entropies and values, the rollout's log-probabilities, advantages, returns and values, and `valid` (0 at reset
@@ -477,9 +489,9 @@ model-index:
 
 # PPO (JAX) agent playing {args.env_id}
 
-A PPO (Proximal Policy Optimization) agent, in JAX (Flax and Optax), trained on envpool's `{args.env_id}` by CleanRL's single-file script
-[`{script}`]({script}), which is included in this repository with the checkpoint `{args.exp_name}.cleanrl_model`
-and the TensorBoard logs of the run.
+A PPO (Proximal Policy Optimization) agent, in JAX (Flax and Optax), trained on envpool's `{args.env_id}` by
+CleanRL's single-file script [`{script}`]({script}), which is included in this repository with the checkpoint
+`{args.exp_name}.cleanrl_model` (a flax msgpack file) and the TensorBoard logs of the run.
 
 ## Evaluation
 
@@ -707,13 +719,16 @@ if __name__ == "__main__":
     def rollout_step(agent_state, handle, next_obs, statistics, key):
         """One vector step: the agent acts on `next_obs`, the envs step; returns the step's transition."""
         key, action_key = jax.random.split(key)
-        action, logprob, _, value = agent.apply(agent_state.params, next_obs, key=action_key, method=Agent.get_action_and_value)
+        action, logprob, _, value = agent.apply(
+            agent_state.params, next_obs, key=action_key, method=Agent.get_action_and_value
+        )
         handle, (next_obs, reward, termination, truncation, infos) = step_env(handle, action)
         # a game over on the time limit's last step comes as truncated only; it is still a terminal state
         termination = termination | infos["terminated"].astype(bool)
         statistics, finished = statistics.update(truncation, infos)
         done = (termination | truncation).astype(jnp.float32)
-        return handle, next_obs, statistics, key, (action, logprob, value[:, 0], reward, termination.astype(jnp.float32), done), finished
+        transition = (action, logprob, value[:, 0], reward, termination.astype(jnp.float32), done)
+        return handle, next_obs, statistics, key, transition, finished
 
     @jax.jit
     def get_value(params, next_obs):
@@ -756,7 +771,7 @@ if __name__ == "__main__":
         agent_state = with_learning_rate(agent_state, frac * args.learning_rate)
 
         obs, transitions, finished_games = [], [], []
-        for step in range(0, args.num_steps):
+        for _step in range(0, args.num_steps):
             global_step += args.num_envs
             obs.append(next_obs)
             handle, next_obs, statistics, key, transition, finished = rollout_step(

@@ -242,7 +242,19 @@ def masked_mean(x, mask):
 
 
 def ppo_loss(
-    newlogprob, entropy, newvalue, logprobs, advantages, returns, values, valid, clip_coef, clip_vloss, norm_adv, ent_coef, vf_coef
+    newlogprob,
+    entropy,
+    newvalue,
+    logprobs,
+    advantages,
+    returns,
+    values,
+    valid,
+    clip_coef,
+    clip_vloss,
+    norm_adv,
+    ent_coef,
+    vf_coef,
 ):
     """The PPO loss of one minibatch of B steps: the new policy's log-probabilities of the taken actions, its
     entropies and values, the rollout's log-probabilities, advantages, returns and values, and `valid` (0 at reset
@@ -481,9 +493,9 @@ model-index:
 
 # PPO (JAX) agent playing {args.env_id}
 
-A PPO (Proximal Policy Optimization) agent, in JAX (Flax and Optax), trained on envpool's `{args.env_id}` by CleanRL's single-file script
-[`{script}`]({script}), which is included in this repository with the checkpoint `{args.exp_name}.cleanrl_model`
-and the TensorBoard logs of the run.
+A PPO (Proximal Policy Optimization) agent, in JAX (Flax and Optax), trained on envpool's `{args.env_id}` by
+CleanRL's single-file script [`{script}`]({script}), which is included in this repository with the checkpoint
+`{args.exp_name}.cleanrl_model` (a flax msgpack file) and the TensorBoard logs of the run.
 
 ## Evaluation
 
@@ -798,7 +810,10 @@ if __name__ == "__main__":
                 return jax.lax.scan(scanned, agent_state, minibatches)
 
             def skip(agent_state):  # after --target-kl stopped the update: the epoch leaves everything as it was
-                return agent_state, (tuple(jnp.zeros(args.num_minibatches) for _ in range(6)), jnp.ones(args.num_minibatches, bool))
+                return agent_state, (
+                    tuple(jnp.zeros(args.num_minibatches) for _ in range(6)),
+                    jnp.ones(args.num_minibatches, bool),
+                )
 
             if args.target_kl is None:
                 agent_state, (metrics, finite) = run(agent_state)

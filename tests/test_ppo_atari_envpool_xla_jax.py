@@ -120,7 +120,9 @@ def test_ppo_loss_matches_the_twin(module, clip_vloss, norm_adv):
         clip_vloss=clip_vloss,
         norm_adv=norm_adv,
     )
-    loss, terms = module.ppo_loss(**inputs, clip_coef=clip_coef, clip_vloss=clip_vloss, norm_adv=norm_adv, ent_coef=0.01, vf_coef=0.5)
+    loss, terms = module.ppo_loss(
+        **inputs, clip_coef=clip_coef, clip_vloss=clip_vloss, norm_adv=norm_adv, ent_coef=0.01, vf_coef=0.5
+    )
     np.testing.assert_allclose(float(loss), expected_loss.item(), rtol=1e-5, atol=1e-6)
     for got, expected in zip(terms, expected_terms):
         np.testing.assert_allclose(float(got), expected.item(), rtol=1e-5, atol=1e-6)
@@ -181,12 +183,16 @@ def test_agent_with_the_twins_weights_gives_its_outputs(module):
         }
     }
     agent = module.Agent(n_actions)
-    template = agent.init(jax.random.PRNGKey(0), np.zeros((1, 4, 84, 84), np.uint8), np.zeros(1, np.int32), method=agent.get_action_and_value)
+    template = agent.init(
+        jax.random.PRNGKey(0), np.zeros((1, 4, 84, 84), np.uint8), np.zeros(1, np.int32), method=agent.get_action_and_value
+    )
     assert jax.tree_util.tree_map(np.shape, template) == jax.tree_util.tree_map(np.shape, params)
     obs = np.random.default_rng(4).integers(0, 256, (3, 4, 84, 84), dtype=np.uint8)
     with torch.no_grad():
         expected_value = torch_agent.get_value(torch.as_tensor(obs)).numpy()
-    np.testing.assert_allclose(np.asarray(agent.apply(params, obs, method=agent.get_value)), expected_value, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(
+        np.asarray(agent.apply(params, obs, method=agent.get_value)), expected_value, rtol=1e-5, atol=1e-5
+    )
     for action in range(n_actions):  # every action's log-probability: all the logits
         actions = np.full(3, action)
         with torch.no_grad():
