@@ -20,7 +20,8 @@
 # statistics are kept on the device in float32 (exact for scores below 2**24), a non-finite loss is caught once
 # per iteration (a minibatch whose loss or gradient is non-finite leaves the weights as they were), the
 # minibatches are drawn with JAX's generator, and --target-kl skips the remaining epochs inside the compiled
-# update; the weight initialisation is the twin's scheme (orthogonal).
+# update; the weight initialisation is the twin's scheme (orthogonal). On the CPU the update's scans are unrolled
+# (XLA's CPU convolution gradients are slow inside loops), so the update takes longer to compile there.
 import difflib
 import hashlib
 import os
@@ -774,6 +775,10 @@ if __name__ == "__main__":
         agent_state = jax.tree_util.tree_map(lambda new, old: jnp.where(finite, new, old), updated, agent_state)
         return agent_state, metrics, finite
 
+    # XLA's CPU backend runs the convolutions' gradients many times slower inside a loop (jax-ml/jax#12868; 30x
+    # here): on the CPU the epochs and minibatches are unrolled into one straight program (longer to compile)
+    unroll = jax.default_backend() == "cpu"
+
     @jax.jit
     def update_ppo(agent_state, storage, next_obs, last_done, learning_rate, key):
         """GAE and the update epochs of one rollout. Returns the new agent_state and key, the loss terms of the
@@ -807,7 +812,7 @@ if __name__ == "__main__":
                     agent_state, metrics, finite = update_minibatch(agent_state, batch, mb_inds)
                     return agent_state, (metrics, finite)
 
-                return jax.lax.scan(scanned, agent_state, minibatches)
+                return jax.lax.scan(scanned, agent_state, minibatches, unroll=unroll)
 
             def skip(agent_state):  # after --target-kl stopped the update: the epoch leaves everything as it was
                 return agent_state, (
@@ -825,7 +830,7 @@ if __name__ == "__main__":
             return (agent_state, key, stop), (metrics, finite, ran)
 
         (agent_state, key, _), (metrics, finite, ran) = jax.lax.scan(
-            update_epoch, (agent_state, key, jnp.array(False)), length=args.update_epochs
+            update_epoch, (agent_state, key, jnp.array(False)), length=args.update_epochs, unroll=unroll
         )
         last_epoch = jnp.sum(ran) - 1
         pg_loss, v_loss, entropy_loss, old_approx_kl, approx_kl, clipfrac = metrics
@@ -850,7 +855,8 @@ if __name__ == "__main__":
         agent_state, key, metrics, finite, returns, valid = update_ppo(
             agent_state, storage, next_obs, last_done, frac * args.learning_rate, key
         )
-        last_done = storage[-1][-1]  # the rollout's dones at its last step
+        obs, actions, logprobs, values, rewards, terminations, dones = storage
+        last_done = dones[-1]
 
         # one sync per iteration: stop once a non-finite loss or gradient appeared (the weights never took it)
         if not finite:
@@ -861,7 +867,6 @@ if __name__ == "__main__":
         pg_loss, v_loss, entropy_loss, old_approx_kl, approx_kl, clipfrac = jax.device_get(metrics)
 
         is_valid = np.asarray(valid) > 0
-        values = storage[3]
         y_pred, y_true = np.asarray(values).reshape(-1)[is_valid], np.asarray(returns)[is_valid]
         var_y = np.var(y_true) if len(y_true) > 0 else 0.0
         explained_var = np.nan if var_y == 0 else 1 - np.var(y_true - y_pred) / var_y
