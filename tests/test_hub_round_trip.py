@@ -60,6 +60,8 @@ ALGORITHM = {
     "c51_atari_jax.py": "C51 (JAX)",
     "td3_continuous_action_jax.py": "TD3 (JAX)",
     "ddpg_continuous_action_jax.py": "DDPG (JAX)",
+    "ppo_atari_envpool_xla_jax.py": "PPO (JAX)",
+    "ppo_atari_envpool_xla_jax_scan.py": "PPO (JAX)",
 }
 
 
