@@ -4,7 +4,10 @@
 #   bash benchmark/suite.sh mujoco sac               # cleanrl/sac_continuous_action.py: 3 MuJoCo envs x 3 seeds x 1M
 #   SEEDS="1 2 3 4 5" WORKERS=4 bash benchmark/suite.sh classic_control c51 --track   # extra flags go to the script
 # Suites: classic_control (CartPole-v1 Acrobot-v1 MountainCar-v0, 500k steps; NAME is cleanrl/NAME.py) and
-# mujoco (HalfCheetah-v5 Walker2d-v5 Hopper-v5, 1M steps; NAME is cleanrl/NAME_continuous_action.py).
+# mujoco (HalfCheetah-v5 Walker2d-v5 Hopper-v5, 1M steps; NAME is cleanrl/NAME_continuous_action.py). A NAME
+# ending in _jax is the JAX twin (dqn_jax: cleanrl/dqn_jax.py; sac_jax: cleanrl/sac_continuous_action_jax.py): it
+# gets no --no-cuda (JAX has no such flag), one XLA CPU thread per run as a torch run gets one OpenMP thread, and on a
+# GPU allocates memory as it needs it instead of JAX's default 75 %, so that WORKERS runs share the card.
 # ENVS, SEEDS (consecutive), STEPS and WORKERS override the defaults; the runs go through
 # cleanrl_utils.benchmark (a log per run in $OUT/logs). Runs land in $OUT/runs (default
 # benchmark/out/NAME_SUITE); the report (cleanrl_utils.report) in $RESULTS/NAME_SUITE/ (default
@@ -18,7 +21,8 @@ name=${2:?usage: suite.sh classic_control|mujoco SCRIPT_NAME [extra flags]}
 shift 2
 case "$suite" in
   classic_control) default_envs="CartPole-v1 Acrobot-v1 MountainCar-v0" default_steps=500000 script=$name.py ;;
-  mujoco) default_envs="HalfCheetah-v5 Walker2d-v5 Hopper-v5" default_steps=1000000 script=${name}_continuous_action.py ;;
+  mujoco) default_envs="HalfCheetah-v5 Walker2d-v5 Hopper-v5" default_steps=1000000
+    script=${name%_jax}_continuous_action${name#"${name%_jax}"}.py ;;
   *) echo "suite.sh: unknown suite '$suite'; use classic_control or mujoco" >&2; exit 2 ;;
 esac
 envs=${ENVS:-$default_envs}
@@ -36,7 +40,13 @@ if [ "$seeds" != "$(seq -s ' ' "$start_seed" $((start_seed + num_seeds - 1)))" ]
   exit 2
 fi
 # one command string, each word quoted for the runner's shell-word split (no shell runs it)
-command=$(printf '%q ' "$python" "$repo/cleanrl/$script" --total-timesteps "$steps" --no-cuda "$@")
+device=(--no-cuda)
+if [[ $name == *_jax ]]; then
+  device=()
+  export XLA_FLAGS="${XLA_FLAGS:---xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1}"
+  export XLA_PYTHON_CLIENT_PREALLOCATE="${XLA_PYTHON_CLIENT_PREALLOCATE:-false}"
+fi
+command=$(printf '%q ' "$python" "$repo/cleanrl/$script" --total-timesteps "$steps" ${device[@]+"${device[@]}"} "$@")
 read -r -a env_list <<< "$envs"
 status=0
 OMP_NUM_THREADS=1 PYTHONPATH="$repo${PYTHONPATH:+:$PYTHONPATH}" "$python" -m cleanrl_utils.benchmark \

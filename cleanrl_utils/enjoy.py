@@ -18,6 +18,7 @@ cache; HF_ENDPOINT points at another Hub, HF_TOKEN or `hf auth login` gives acce
 from __future__ import annotations
 
 import importlib.util
+import inspect
 import os
 import sys
 import time
@@ -45,7 +46,7 @@ class Args:
     capture_video: bool = False
     """record the episodes to videos/{run_name}-eval/"""
     cuda: bool = True
-    """use CUDA when available"""
+    """use CUDA when available (torch scripts; JAX scripts use JAX's default device)"""
 
 
 def scripts_that_evaluate() -> list[str]:
@@ -66,16 +67,33 @@ def load_script(exp_name: str) -> ModuleType:
 
 
 def read_checkpoint(model_path: str) -> dict:
-    """The checkpoint at `model_path` (loaded on the CPU, tensors and plain values only), a dict with
-    `model` and `args`. Raises OSError if it cannot be read and ValueError if it is not a CleanRL checkpoint."""
-    import torch
+    """The checkpoint at `model_path` (loaded on the CPU, arrays and plain values only), a dict with `model` and
+    `args`: a torch script's file (`torch.load(..., weights_only=True)`) or a JAX script's (flax msgpack, read
+    with `flax.serialization.msgpack_restore`). Raises OSError if it cannot be read and ValueError if it is not
+    a CleanRL checkpoint."""
+    with open(model_path, "rb") as f:
+        head = f.read(4)
+    if head.startswith(b"PK"):  # torch's zip format
+        import torch
 
-    try:
-        checkpoint = torch.load(model_path, map_location="cpu", weights_only=True)
-    except OSError:
-        raise
-    except Exception as e:  # pickle, zip and torch errors: the file is not a checkpoint
-        raise ValueError(f"not a torch checkpoint ({type(e).__name__})") from e
+        try:
+            checkpoint = torch.load(model_path, map_location="cpu", weights_only=True)
+        except OSError:
+            raise
+        except Exception as e:  # pickle, zip and torch errors: the file is not a checkpoint
+            raise ValueError(f"not a torch checkpoint ({type(e).__name__})") from e
+    else:
+        try:
+            import flax.serialization
+        except ImportError as e:
+            raise ValueError("not a torch checkpoint, and flax (for JAX scripts' checkpoints) is not installed") from e
+        try:
+            with open(model_path, "rb") as f:
+                checkpoint = flax.serialization.msgpack_restore(f.read())
+        except OSError:
+            raise
+        except Exception as e:  # msgpack errors: neither format
+            raise ValueError(f"not a torch checkpoint nor a JAX script's flax checkpoint ({type(e).__name__})") from e
     if not isinstance(checkpoint, dict) or "model" not in checkpoint or "env_id" not in checkpoint.get("args", {}):
         raise ValueError("not a CleanRL checkpoint (it needs 'model' and 'args' with 'env_id')")
     return checkpoint
@@ -165,7 +183,6 @@ def main(args: Args) -> list[float]:
     if args.capture_video:
         os.environ.setdefault("MUJOCO_GL", "egl")  # headless MuJoCo rendering
         os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
-    import torch
 
     script = load_script(args.exp_name)  # imports what registers the script's envs (ale-py for Atari)
     env_id = read_checkpoint(args.model_path)["args"]["env_id"]
@@ -180,10 +197,14 @@ def main(args: Args) -> list[float]:
     if error is not None:
         print(f"enjoy: the checkpoint's env {env_id} cannot be made here ({error})", file=sys.stderr)
         sys.exit(2)
-    device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
     run_name = f"{env_id.replace('/', '-')}__{args.exp_name}__enjoy__{int(time.time())}"
+    options = {"capture_video": args.capture_video}
+    if "device" in inspect.signature(script.evaluate).parameters:  # torch scripts; JAX picks its own device
+        import torch
+
+        options["device"] = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
     try:
-        returns = script.evaluate(args.model_path, args.eval_episodes, run_name, device, capture_video=args.capture_video)
+        returns = script.evaluate(args.model_path, args.eval_episodes, run_name, **options)
     except Exception as e:  # other networks' weights or spaces, settings this script's model needs
         # (a checkpoint saved under a custom --exp-name is only matched to its script here, by trying it)
         first_line = f"{type(e).__name__}: {(str(e).splitlines() or [''])[0]}"

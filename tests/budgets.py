@@ -16,6 +16,9 @@ VIDEO_ENV = {
         "sac_continuous_action.py",
         "td3_continuous_action.py",
         "ddpg_continuous_action.py",
+        "sac_continuous_action_jax.py",
+        "td3_continuous_action_jax.py",
+        "ddpg_continuous_action_jax.py",
     ]
 }
 ATARI_BUFFER = ["--buffer-size", 1000, "--batch-size", 8]
@@ -100,3 +103,18 @@ VARIANT_TINY = {
         "--total-timesteps", 128, "--num-envs", 2, "--num-steps", 32, "--update-epochs", 1, "--max-cycles", 128,
     ],
 }  # fmt: skip
+
+# The JAX twins (issue 8) run with their torch twin's budget; like the variants, each test file runs its own default
+# and copied-file runs, so they are not in TINY. QDagger's JAX twin takes QDAGGER_TINY and a JAX teacher.
+JAX_TWINS = {
+    "dqn_jax.py": "dqn.py",
+    "c51_jax.py": "c51.py",
+    "dqn_atari_jax.py": "dqn_atari.py",
+    "c51_atari_jax.py": "c51_atari.py",
+    "ddpg_continuous_action_jax.py": "ddpg_continuous_action.py",
+    "td3_continuous_action_jax.py": "td3_continuous_action.py",
+    "sac_continuous_action_jax.py": "sac_continuous_action.py",
+    "ppo_atari_envpool_xla_jax.py": "ppo_atari_envpool.py",
+    "ppo_atari_envpool_xla_jax_scan.py": "ppo_atari_envpool.py",
+}
+JAX_TINY = {jax: (TINY | VARIANT_TINY)[twin] for jax, twin in JAX_TWINS.items()}

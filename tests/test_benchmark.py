@@ -36,9 +36,23 @@ def test_sb3_speed_comparison_writes_its_table(script, steps, tmp_path):
     assert "SPS ratio cleanrl / SB3" in markdown.read_text()
 
 
+def test_torch_vs_jax_speed_writes_its_ratio_table(tmp_path):
+    markdown = tmp_path / "speed.md"
+    command = [sys.executable, "benchmark/torch_vs_jax_speed.py", "--only", "dqn", "--rounds", "1", "--dqn-steps", "11000"]
+    subprocess.run(
+        command + ["--markdown", str(markdown)], cwd=REPO, env=script_env(), check=True, capture_output=True, timeout=600
+    )
+    table = markdown.read_text()
+    assert "| round | dqn.py SPS | dqn_jax.py SPS |" in table and "- **dqn_jax.py / dqn.py: " in table
+    assert "--only dqn --rounds 1 --dqn-steps 11000 --threads 1`" in table
+
+
 @pytest.mark.parametrize(
     "script,args,message",
     [
+        ("torch_vs_jax_speed.py", ["--only", "ppo"], "--only takes one or more of dqn, td3, ppo_envpool, got ppo"),
+        ("torch_vs_jax_speed.py", ["--ppo-steps", "1000"], "--ppo-steps must be a positive multiple of one batch"),
+        ("torch_vs_jax_speed.py", ["--td3-steps", "5000"], "--td3-steps must be at least 5,100"),
         ("ppo_vs_sb3_speed.py", ["--rounds", "0"], "--rounds must be at least 1"),
         ("ppo_vs_sb3_speed.py", ["--total-timesteps", "100"], "at least one batch"),
         ("ppo_vs_sb3_speed.py", ["--markdown", "/no/such/dir/s.md"], "its folder does not exist"),
@@ -70,7 +84,13 @@ def test_atari_replay_memory_reports_bytes_per_transition(script, tmp_path):
 
 
 @pytest.mark.parametrize(
-    "name,flags", [("dqn", ["--learning-starts", "500"]), ("c51", ["--learning-starts", "500"]), ("pqn", [])]
+    "name,flags",
+    [
+        ("dqn", ["--learning-starts", "500"]),
+        ("c51", ["--learning-starts", "500"]),
+        ("pqn", []),
+        ("dqn_jax", ["--learning-starts", "500"]),
+    ],
 )
 def test_value_based_classic_control_benchmarks_run_and_report(name, flags, tmp_path):
     run_benchmark(["bash", f"benchmark/{name}.sh", *flags], tmp_path, ENVS="CartPole-v1", SEEDS="1", STEPS="1024")
@@ -85,12 +105,15 @@ def test_value_based_classic_control_benchmarks_run_and_report(name, flags, tmp_
         ("td3", ["--learning-starts", "100", "--buffer-size", "500", "--batch-size", "32"]),
         ("ddpg", ["--learning-starts", "100", "--buffer-size", "500", "--batch-size", "32"]),
         ("rpo", ["--num-steps", "128", "--num-minibatches", "4"]),
+        # a JAX twin through the same suite (no --no-cuda; one XLA thread); the other *_jax.sh are the same one line
+        ("sac_jax", ["--learning-starts", "100", "--buffer-size", "500", "--batch-size", "32"]),
     ],
 )
 def test_mujoco_benchmarks_run_and_report(name, flags, tmp_path):
     run_benchmark(["bash", f"benchmark/{name}.sh", *flags], tmp_path, ENVS="InvertedPendulum-v5", SEEDS="1", STEPS="256")
     table = (tmp_path / f"{name}_mujoco" / "report.md").read_text()
-    assert f"| {name}_continuous_action | InvertedPendulum-v5 | 1 | 1 |" in table
+    script = name.removesuffix("_jax") + "_continuous_action" + ("_jax" if name.endswith("_jax") else "")
+    assert f"| {script} | InvertedPendulum-v5 | 1 | 1 |" in table
 
 
 def test_continuous_vs_sb3_writes_its_table_and_resumes(tmp_path):

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from budgets import TINY, VARIANT_TINY
+from budgets import JAX_TINY, TINY, VARIANT_TINY
 from conftest import REPO, check_ok, only_run_dir, run_script, script_env
 
 FAMILIES = {
@@ -15,6 +15,7 @@ FAMILIES = {
     "ppo_atari.py": [],
     "sac_continuous_action.py": ["--env-id", "Pendulum-v1"],
     "ppo_atari_envpool.py": [],  # an envpool id: enjoy asks the script's env_error, not Gymnasium's registry
+    "dqn_jax.py": [],  # a flax checkpoint; evaluate takes no torch device
 }
 
 
@@ -25,7 +26,7 @@ def enjoy(*args, cwd):
 
 
 def saved_model(script, workdir, *flags):
-    check_ok(run_script(script, *(TINY | VARIANT_TINY)[script], *flags, "--save-model", cwd=workdir))
+    check_ok(run_script(script, *(TINY | VARIANT_TINY | JAX_TINY)[script], *flags, "--save-model", cwd=workdir))
     return only_run_dir(workdir) / f"{script[:-3]}.cleanrl_model"
 
 

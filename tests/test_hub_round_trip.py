@@ -15,12 +15,11 @@ import textwrap
 
 import numpy as np
 import pytest
-import torch
 
-from budgets import QDAGGER_TINY, TINY, VARIANT_TINY, VIDEO_ENV
+from budgets import JAX_TINY, QDAGGER_TINY, TINY, VARIANT_TINY, VIDEO_ENV
 from cleanrl_utils.enjoy import scripts_that_evaluate
 from cleanrl_utils.report import read_scalars
-from conftest import REPO, SCRIPTS, check_ok, check_refused, only_run_dir, run_script, script_env
+from conftest import REPO, SCRIPTS, check_ok, check_refused, only_run_dir, read_checkpoint, run_script, script_env
 from hub_standin import HubStandIn
 
 UPLOAD = [*TINY["ppo.py"], "--save-model", "--upload-model"]
@@ -54,6 +53,15 @@ ALGORITHM = {
     "ppo_atari_multigpu.py": "PPO",
     "ppo_atari_envpool.py": "PPO",
     "ppo_pettingzoo_ma_atari.py": "PPO self-play",
+    "sac_continuous_action_jax.py": "SAC (JAX)",
+    "dqn_jax.py": "DQN (JAX)",
+    "c51_jax.py": "C51 (JAX)",
+    "dqn_atari_jax.py": "DQN (JAX)",
+    "c51_atari_jax.py": "C51 (JAX)",
+    "td3_continuous_action_jax.py": "TD3 (JAX)",
+    "ddpg_continuous_action_jax.py": "DDPG (JAX)",
+    "ppo_atari_envpool_xla_jax.py": "PPO (JAX)",
+    "ppo_atari_envpool_xla_jax_scan.py": "PPO (JAX)",
 }
 
 
@@ -99,13 +107,13 @@ def test_upload_pushes_the_run_and_enjoy_evaluates_it_from_the_hub(script, hub, 
     if script == QDAGGER:
         budget = ["--teacher-model-path", request.getfixturevalue("teacher_path"), *QDAGGER_TINY]
     else:
-        budget = (TINY | VARIANT_TINY)[script]
+        budget = (TINY | VARIANT_TINY | JAX_TINY)[script]
     flags = [*budget, *VIDEO_ENV.get(script, []), "--save-model", "--upload-model", "--capture-video"]
     result = run_script(script, *flags, cwd=workdir, env=env)
     check_ok(result)
     run_dir = only_run_dir(workdir)
     checkpoint_name = f"{exp_name}.cleanrl_model"
-    saved_args = torch.load(run_dir / checkpoint_name, map_location="cpu", weights_only=True)["args"]
+    saved_args = read_checkpoint(run_dir / checkpoint_name)["args"]
     env_id = saved_args["env_id"]
     repo_id = f"standin-user/{env_id}-{exp_name}-seed1"
     assert f"model uploaded to {hub.endpoint}/{repo_id}" in result.stdout
@@ -127,7 +135,8 @@ def test_upload_pushes_the_run_and_enjoy_evaluates_it_from_the_hub(script, hub, 
     assert "library_name: cleanrl" in card and f"- {env_id}\n" in card
     assert f"python {script} " + " ".join(map(str, flags)) in card
     assert all(f"| {key} | {value} |" in card for key, value in saved_args.items())
-    assert "| torch | gymnasium |" in card.replace("python | ", "")
+    framework = "| jax | flax | optax | gymnasium |" if "_jax" in script else "| torch | gymnasium |"
+    assert framework in card.replace("python | ", "")
     assert f"python -m cleanrl_utils.enjoy --exp-name {exp_name} --hf-repository {repo_id}" in card
     assert hub.commit_attempts == 1
     # no LFS/Xet: every file came inline in the commit (the stand-in refuses anything else)

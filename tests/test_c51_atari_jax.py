@@ -1,0 +1,184 @@
+"""c51_atari_jax.py, the JAX version of c51_atari.py. Parity with the twin: the categorical projection (atoms
+pushed past v_min / v_max, terminations, γ 0 and 1, atoms landing exactly on support points) and the ε schedule
+give the same numbers, the Flax network gives the torch network's greedy actions and return distributions once
+the torch weights are copied in, and the frame replay memory samples exactly what the twin's samples. Then, run
+as a user would: a default run logs every tag at its cadence, the same run copied alone with every output path
+logs the same values and leaves a Flax checkpoint, and bad input is refused before anything is made."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import torch
+
+from budgets import VALUE_BASED_TINY
+from cleanrl_utils.report import read_scalars
+from conftest import check_ok, check_refused, load_script, only_run_dir, run_copied_alone, run_script
+
+SCRIPT = "c51_atari_jax.py"
+TINY = VALUE_BASED_TINY["c51_atari.py"]  # the twin's budget: 400 steps, an update per step from step 200
+TAGS = ["losses/loss", "losses/q_values", "charts/epsilon", "charts/SPS"]
+jax_c51 = load_script("c51_atari_jax")
+torch_c51 = load_script("c51_atari")
+jitted_projection = jax.jit(jax_c51.project_distribution)  # as the update uses it (and one compilation per shape)
+
+
+def both_projections(next_pmfs, rewards, dones, gamma, atoms):
+    """The twin's projection and ours of the same float32 inputs, as numpy arrays."""
+    args = [np.asarray(next_pmfs, np.float32), np.asarray(rewards, np.float32), np.asarray(dones, np.float32)]
+    atoms = np.asarray(atoms, np.float32)
+    expected = torch_c51.project_distribution(*map(torch.tensor, args), gamma, torch.tensor(atoms)).numpy()
+    got = np.asarray(jitted_projection(*map(jnp.asarray, args), gamma, jnp.asarray(atoms)))
+    assert got.dtype == np.float32 and got.shape == expected.shape
+    return got, expected
+
+
+@pytest.mark.parametrize("gamma", [0.0, 0.5, 0.99, 1.0])
+def test_projection_matches_the_twin(gamma):
+    rng = np.random.default_rng(int(gamma * 100))
+    batch = 64
+    logits = rng.normal(0, 2, (batch, 51))
+    next_pmfs = np.exp(logits) / np.exp(logits).sum(1, keepdims=True)
+    # rewards up to ±15 push whole distributions beyond the support [-10, 10] at both ends
+    rewards = rng.uniform(-15, 15, batch)
+    dones = rng.random(batch) < 0.3  # terminations; truncated transitions have done 0
+    atoms = torch.linspace(-10, 10, 51).numpy()  # the twin's support, given to both
+    got, expected = both_projections(next_pmfs, rewards, dones, gamma, atoms)
+    # XLA turns x / delta_z into x * (1 / delta_z), so an atom's position on the support can differ from torch's
+    # by one float32 ulp (3.8e-6 near position 50), and as much of its mass moves to the other neighbour
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(got.sum(1), 1.0, rtol=1e-5)
+
+
+def test_projection_matches_the_twin_where_atoms_land_on_support_points_and_beyond():
+    # support [-2, -1, 0, 1, 2]: whole-number rewards with γ 1 put every shifted atom exactly on a support
+    # point or past an end; γ 0 and terminations collapse the mass onto the reward
+    atoms = [-2.0, -1.0, 0.0, 1.0, 2.0]
+    uniform = np.full((1, 5), 0.2)
+    for reward in (-5.0, -2.0, -1.0, 0.0, 1.0, 1.5, 2.0, 5.0):
+        for gamma, done in ((1.0, 0.0), (0.0, 0.0), (1.0, 1.0), (0.5, 0.0)):
+            got, expected = both_projections(uniform, [reward], [done], gamma, atoms)
+            np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-7)
+    got, _ = both_projections(uniform, [1.0], [0.0], 1.0, atoms)
+    np.testing.assert_allclose(got[0], [0, 0.2, 0.2, 0.2, 0.4], atol=1e-7)
+
+
+def test_epsilon_schedule_matches_the_twin():
+    for start_e, end_e, duration in [(1.0, 0.01, 1_000_000.0), (1.0, 0.05, 1000), (0.0, 1.0, 4), (1.0, 0.01, 0.0)]:
+        for t in (0, 1, 2, 500, 999, 1000, 10**6, 10**7):
+            assert jax_c51.epsilon_schedule(start_e, end_e, duration, t) == torch_c51.epsilon_schedule(
+                start_e, end_e, duration, t
+            )
+
+
+def flax_params_from_torch(q_network):
+    """The Flax params of c51_atari_jax.QNetwork holding the weights of a c51_atari.QNetwork."""
+    convs = [m for m in q_network.network if isinstance(m, torch.nn.Conv2d)]
+    dense = [m for m in q_network.network if isinstance(m, torch.nn.Linear)]
+    weight = lambda m: m.weight.detach().numpy()  # noqa: E731
+    bias = lambda m: m.bias.detach().numpy()  # noqa: E731
+    # convolutions: torch (out, in, h, w) -> Flax (h, w, in, out)
+    params = {f"Conv_{i}": {"kernel": weight(c).transpose(2, 3, 1, 0), "bias": bias(c)} for i, c in enumerate(convs)}
+    # the first dense layer reads the flattened 64x7x7 maps: torch flattens them (C, H, W), Flax (H, W, C)
+    out_features = dense[0].out_features
+    chw_kernel = weight(dense[0]).reshape(out_features, 64, 7, 7)
+    params["Dense_0"] = {"kernel": chw_kernel.transpose(2, 3, 1, 0).reshape(-1, out_features), "bias": bias(dense[0])}
+    params["Dense_1"] = {"kernel": weight(dense[1]).T, "bias": bias(dense[1])}
+    return {"params": params}
+
+
+def test_network_gives_the_twins_actions_and_distributions_with_its_weights():
+    torch.manual_seed(0)
+    torch_q = torch_c51.QNetwork(6, n_atoms=11, v_min=-5.0, v_max=5.0)
+    flax_q = jax_c51.QNetwork(6, n_atoms=11, v_min=-5.0, v_max=5.0)
+    np.testing.assert_allclose(np.asarray(flax_q.atoms), torch_q.atoms.numpy(), rtol=1e-6, atol=1e-6)
+    obs = np.random.default_rng(0).integers(0, 256, (5, 4, 84, 84), dtype=np.uint8)
+    params = flax_params_from_torch(torch_q)
+    template = jax.eval_shape(flax_q.init, jax.random.PRNGKey(0), obs)
+    assert jax.tree_util.tree_map(lambda x: x.shape, template) == jax.tree_util.tree_map(np.shape, params)
+    get_action = jax.jit(lambda params, obs, action: flax_q.apply(params, obs, action, method=jax_c51.QNetwork.get_action))
+    chosen = np.array([0, 5, 2, 3, 1])
+    with torch.no_grad():
+        expected_greedy, expected_greedy_pmfs = torch_q.get_action(torch.as_tensor(obs))
+        _, expected_pmfs = torch_q.get_action(torch.as_tensor(obs), torch.as_tensor(chosen))
+    greedy, greedy_pmfs = get_action(params, obs, None)
+    _, pmfs = get_action(params, obs, chosen)
+    assert np.asarray(greedy).tolist() == expected_greedy.tolist()
+    np.testing.assert_allclose(np.asarray(greedy_pmfs), expected_greedy_pmfs.numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(pmfs), expected_pmfs.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def fill_both(buffers, steps=300, num_envs=2, seed=0):
+    """Feeds the same made-up frames, actions, rewards, terminations and truncations to every buffer."""
+    rng = np.random.default_rng(seed)
+    frame = lambda: rng.integers(0, 256, (num_envs, 4, 3, 3), dtype=np.uint8)  # noqa: E731
+    obs = frame()
+    for rb in buffers:
+        rb.start(obs)
+    for _ in range(steps):
+        actions, rewards = rng.integers(0, 4, num_envs), rng.normal(size=num_envs).astype(np.float32)
+        terminations, truncations = rng.random(num_envs) < 0.05, rng.random(num_envs) < 0.05
+        next_obs, final_obs = frame(), frame()
+        for rb in buffers:
+            rb.add(actions, rewards, terminations, truncations, next_obs, final_obs)
+
+
+def test_replay_memory_samples_what_the_twins_samples():
+    twin = torch_c51.ReplayBuffer(100, 2, (3, 3), 4, torch.device("cpu"))
+    rb = jax_c51.ReplayBuffer(100, 2, (3, 3), 4)
+    fill_both([twin, rb])
+    np.random.seed(3)
+    expected = twin.sample(64)
+    np.random.seed(3)
+    got = rb.sample(64)
+    for g, e in zip(got, expected):
+        assert isinstance(g, np.ndarray) and g.dtype == e.numpy().dtype
+        np.testing.assert_array_equal(g, e.numpy())
+
+
+@pytest.fixture(scope="module")
+def default_run(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("default")
+    result = run_script(SCRIPT, *TINY, cwd=folder)
+    check_ok(result)
+    return folder, result
+
+
+def test_default_flags_log_every_tag_at_its_cadence(default_run):
+    folder, result = default_run
+    assert "global_step=" in result.stdout and "SPS=" in result.stdout
+    assert "replay buffer: 1000 frames " in result.stdout and "GiB when full" in result.stdout
+    run_dir = only_run_dir(folder)
+    # 200 updates (steps 201..400), logged every 100
+    for tag in TAGS:
+        assert list(read_scalars(str(run_dir), tag)[0]) == [300, 400], tag
+    assert len(read_scalars(str(run_dir), "charts/episodic_return")[0]) >= 1
+    assert not (folder / "videos").exists()
+
+
+def test_copied_file_runs_every_output_path_and_logs_the_default_runs_values(default_run, tmp_path):
+    run_dir, checkpoint, _ = run_copied_alone(SCRIPT, *TINY, tmp_path=tmp_path)
+    params = checkpoint["model"]["params"]
+    assert sorted(params) == ["Conv_0", "Conv_1", "Conv_2", "Dense_0", "Dense_1"]
+    assert params["Dense_1"]["kernel"].shape == (512, 4 * 51)  # Breakout's 4 actions x 51 atoms
+    saved = checkpoint["args"]
+    assert saved["exp_name"] == "c51_atari_jax" and (saved["n_atoms"], saved["v_min"], saved["v_max"]) == (51, -10, 10)
+    # same seed on the CPU, same numbers: videos, W&B and saving change nothing in training
+    default_dir = only_run_dir(default_run[0])
+    for tag in ["losses/loss", "losses/q_values", "charts/episodic_return"]:
+        np.testing.assert_array_equal(read_scalars(str(run_dir), tag)[1], read_scalars(str(default_dir), tag)[1], tag)
+
+
+BAD = [
+    (["--env-id", "CartPole-v1"], "CartPole-v1 is not an ale-py Atari game"),
+    (["--n-atoms", 1], "--n-atoms must be at least 2"),
+    (["--v-min", 10, "--v-max", -10], "--v-min 10.0 must be below --v-max -10.0"),
+    (["--total-timesteps", 1000, "--learning-starts", 1000], "does not exceed --learning-starts 1000"),
+    (["--buffer-size", 10**13], "lower --buffer-size"),
+]
+
+
+@pytest.mark.parametrize("flags,message", BAD, ids=[" ".join(map(str, f)) for f, _ in BAD])
+def test_bad_input_exits_2_with_one_line_and_creates_nothing(flags, message, workdir, fork_script):
+    result = fork_script(SCRIPT, "--capture-video", "--track", "--save-model", *flags, cwd=workdir)
+    check_refused(result, SCRIPT, message, workdir)

@@ -1,0 +1,163 @@
+"""dqn_atari_jax.py, the JAX version of dqn_atari.py. Parity with the twin: the TD target and ε schedule give
+the same numbers, the Flax Q-network gives the torch Q-network's Q-values once the torch weights are copied in
+(so the architecture is the twin's, layer for layer), and the frame replay memory samples exactly what the
+twin's samples. Then, run as a user would: a default run logs every tag at its cadence, the same run copied
+alone with every output path logs the same values (same seed, same numbers) and leaves a Flax checkpoint with
+the layer names QDagger's JAX teacher loader reads, and bad input is refused before anything is made."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import torch
+
+from budgets import VALUE_BASED_TINY
+from cleanrl_utils.report import read_scalars
+from conftest import check_ok, check_refused, load_script, only_run_dir, run_copied_alone, run_script
+
+SCRIPT = "dqn_atari_jax.py"
+TINY = VALUE_BASED_TINY["dqn_atari.py"]  # the twin's budget: 400 steps, an update per step from step 200
+TAGS = ["losses/td_loss", "losses/q_values", "charts/epsilon", "charts/SPS"]
+jax_dqn = load_script("dqn_atari_jax")
+torch_dqn = load_script("dqn_atari")
+
+
+def test_td_target_matches_the_twin():
+    rng = np.random.default_rng(0)
+    rewards = rng.uniform(-1, 1, 64).astype(np.float32)
+    next_q_max = rng.normal(0, 10, 64).astype(np.float32)
+    # terminations zero the bootstrap; truncated and ordinary transitions (done 0) keep it
+    dones = (rng.random(64) < 0.3).astype(np.float32)
+    for gamma in (0.0, 0.5, 0.99, 1.0):
+        expected = torch_dqn.td_target(torch.tensor(rewards), torch.tensor(next_q_max), torch.tensor(dones), gamma)
+        got = jax_dqn.td_target(jnp.asarray(rewards), jnp.asarray(next_q_max), jnp.asarray(dones), gamma)
+        np.testing.assert_allclose(np.asarray(got), expected.numpy(), rtol=1e-6, atol=1e-6)
+    assert np.asarray(jax_dqn.td_target(rewards, next_q_max, np.ones(64, np.float32), 0.99)).tolist() == rewards.tolist()
+
+
+def test_epsilon_schedule_matches_the_twin():
+    for start_e, end_e, duration in [(1.0, 0.01, 1_000_000.0), (1.0, 0.05, 1000), (0.0, 1.0, 4), (1.0, 0.01, 0.0)]:
+        for t in (0, 1, 2, 500, 999, 1000, 10**6, 10**7):
+            assert jax_dqn.epsilon_schedule(start_e, end_e, duration, t) == torch_dqn.epsilon_schedule(
+                start_e, end_e, duration, t
+            )
+
+
+def flax_params_from_torch(q_network):
+    """The Flax params of dqn_atari_jax.QNetwork holding the weights of a dqn_atari.QNetwork."""
+    convs = [m for m in q_network.network if isinstance(m, torch.nn.Conv2d)]
+    dense = [m for m in q_network.network if isinstance(m, torch.nn.Linear)]
+    weight = lambda m: m.weight.detach().numpy()  # noqa: E731
+    bias = lambda m: m.bias.detach().numpy()  # noqa: E731
+    # convolutions: torch (out, in, h, w) -> Flax (h, w, in, out)
+    params = {f"Conv_{i}": {"kernel": weight(c).transpose(2, 3, 1, 0), "bias": bias(c)} for i, c in enumerate(convs)}
+    # the first dense layer reads the flattened 64x7x7 maps: torch flattens them (C, H, W), Flax (H, W, C)
+    out_features = dense[0].out_features
+    chw_kernel = weight(dense[0]).reshape(out_features, 64, 7, 7)
+    params["Dense_0"] = {"kernel": chw_kernel.transpose(2, 3, 1, 0).reshape(-1, out_features), "bias": bias(dense[0])}
+    params["Dense_1"] = {"kernel": weight(dense[1]).T, "bias": bias(dense[1])}
+    return {"params": params}
+
+
+def test_q_network_gives_the_twins_q_values_with_its_weights():
+    torch.manual_seed(0)
+    torch_q = torch_dqn.QNetwork(6)
+    flax_q = jax_dqn.QNetwork(action_dim=6)
+    obs = np.random.default_rng(0).integers(0, 256, (5, 4, 84, 84), dtype=np.uint8)
+    params = flax_params_from_torch(torch_q)
+    # the copied weights fill Flax's own layers exactly: same names, same shapes
+    template = jax.eval_shape(flax_q.init, jax.random.PRNGKey(0), obs)
+    assert jax.tree_util.tree_map(lambda x: x.shape, template) == jax.tree_util.tree_map(np.shape, params)
+    assert params["params"]["Dense_1"]["kernel"].shape == (512, 6)
+    with torch.no_grad():
+        expected = torch_q(torch.as_tensor(obs)).numpy()
+    got = np.asarray(jax.jit(flax_q.apply)(params, obs))
+    assert got.dtype == np.float32 and got.shape == (5, 6)
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
+    assert (got.argmax(1) == expected.argmax(1)).all()
+
+
+def fill_both(buffers, steps=300, num_envs=2, seed=0):
+    """Feeds the same made-up frames, actions, rewards, terminations and truncations to every buffer."""
+    rng = np.random.default_rng(seed)
+    frame = lambda: rng.integers(0, 256, (num_envs, 4, 3, 3), dtype=np.uint8)  # noqa: E731
+    obs = frame()
+    for rb in buffers:
+        rb.start(obs)
+    for _ in range(steps):
+        actions, rewards = rng.integers(0, 4, num_envs), rng.normal(size=num_envs).astype(np.float32)
+        terminations, truncations = rng.random(num_envs) < 0.05, rng.random(num_envs) < 0.05
+        next_obs, final_obs = frame(), frame()
+        for rb in buffers:
+            rb.add(actions, rewards, terminations, truncations, next_obs, final_obs)
+
+
+def test_replay_memory_samples_what_the_twins_samples():
+    twin = torch_dqn.ReplayBuffer(100, 2, (3, 3), 4, torch.device("cpu"))
+    rb = jax_dqn.ReplayBuffer(100, 2, (3, 3), 4)
+    fill_both([twin, rb])
+    np.random.seed(3)
+    expected = twin.sample(64)
+    np.random.seed(3)
+    got = rb.sample(64)
+    for g, e in zip(got, expected):
+        assert isinstance(g, np.ndarray) and g.dtype == e.numpy().dtype
+        np.testing.assert_array_equal(g, e.numpy())
+
+
+@pytest.fixture(scope="module")
+def default_run(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("default")
+    result = run_script(SCRIPT, *TINY, cwd=folder)
+    check_ok(result)
+    return folder, result
+
+
+def test_default_flags_log_every_tag_at_its_cadence(default_run):
+    folder, result = default_run
+    assert "global_step=" in result.stdout and "SPS=" in result.stdout
+    assert "replay buffer: 1000 frames " in result.stdout and "GiB when full" in result.stdout
+    run_dir = only_run_dir(folder)
+    # 200 updates (steps 201..400), logged every 100
+    for tag in TAGS:
+        assert list(read_scalars(str(run_dir), tag)[0]) == [300, 400], tag
+    assert len(read_scalars(str(run_dir), "charts/episodic_return")[0]) >= 1
+    assert not (folder / "videos").exists()
+
+
+def test_copied_file_runs_every_output_path_and_logs_the_default_runs_values(default_run, tmp_path):
+    run_dir, checkpoint, _ = run_copied_alone(SCRIPT, *TINY, tmp_path=tmp_path)
+    # the layout QDagger's JAX teacher loader reads
+    params = checkpoint["model"]["params"]
+    assert sorted(params) == ["Conv_0", "Conv_1", "Conv_2", "Dense_0", "Dense_1"]
+    assert params["Conv_0"]["kernel"].shape == (8, 8, 4, 32) and params["Dense_0"]["kernel"].shape == (3136, 512)
+    assert params["Dense_1"]["kernel"].shape == (512, 4)  # Breakout's 4 actions
+    assert checkpoint["args"]["exp_name"] == "dqn_atari_jax" and checkpoint["args"]["gamma"] == 0.99
+    # same seed on the CPU, same numbers: videos, W&B and saving change nothing in training
+    default_dir = only_run_dir(default_run[0])
+    for tag in ["losses/td_loss", "losses/q_values", "charts/episodic_return"]:
+        np.testing.assert_array_equal(read_scalars(str(run_dir), tag)[1], read_scalars(str(default_dir), tag)[1], tag)
+
+
+def test_non_finite_loss_stops_the_run_with_its_step(workdir):
+    # the largest learning rate Adam accepts throws the weights, then the Q-values, past float32
+    flags = ["--total-timesteps", 40, "--learning-starts", 8, "--train-frequency", 1, "--buffer-size", 100]
+    result = run_script(SCRIPT, *flags, "--batch-size", 4, "--learning-rate", 3e37, cwd=workdir)
+    assert result.returncode == 1, result.stderr
+    (line,) = [x for x in result.stderr.splitlines() if "non-finite loss" in x]
+    assert line.startswith(f"{SCRIPT}: non-finite loss at global_step ") and line.endswith("; stopping")
+
+
+BAD = [
+    (["--env-id", "CartPole-v1"], "CartPole-v1 is not an ale-py Atari game"),
+    (["--tau", 0], "--tau must be in (0, 1]"),
+    (["--total-timesteps", 1000, "--learning-starts", 1000], "does not exceed --learning-starts 1000"),
+    (["--learning-rate", 1e38], "at most 3.4e+37 (Adam), got 1e+38"),
+    (["--buffer-size", 10**13], "lower --buffer-size"),
+]
+
+
+@pytest.mark.parametrize("flags,message", BAD, ids=[" ".join(map(str, f)) for f, _ in BAD])
+def test_bad_input_exits_2_with_one_line_and_creates_nothing(flags, message, workdir, fork_script):
+    result = fork_script(SCRIPT, "--capture-video", "--track", "--save-model", *flags, cwd=workdir)
+    check_refused(result, SCRIPT, message, workdir)
