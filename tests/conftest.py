@@ -217,6 +217,15 @@ def teacher_path(tmp_path_factory):
     return only_run_dir(folder) / "dqn_atari.cleanrl_model"
 
 
+@pytest.fixture(scope="session")
+def saved_jax_teacher_path(tmp_path_factory):
+    """A (barely trained) Breakout teacher for qdagger_dqn_atari_jax_impalacnn.py, saved by dqn_atari_jax.py --save-model."""
+    folder = tmp_path_factory.mktemp("jax_teacher")
+    flags = ["--total-timesteps", 600, "--learning-starts", 300, "--buffer-size", 1000, "--save-model"]
+    check_ok(run_script("dqn_atari_jax.py", *flags, cwd=folder))
+    return only_run_dir(folder) / "dqn_atari_jax.cleanrl_model"
+
+
 def stop_process(process, timeout=10):
     """Stops a server the tests started, by its PID: SIGTERM, then SIGKILL after `timeout` seconds."""
     process.terminate()

@@ -26,6 +26,7 @@ UPLOAD = [*TINY["ppo.py"], "--save-model", "--upload-model"]
 REPO_ID = "standin-user/CartPole-v1-ppo-seed1"  # the token's user (whoami), CleanRL's repository name
 PUSHERS = sorted(p.name for p in SCRIPTS.glob("*.py") if "\ndef push_to_hub(" in p.read_text())
 QDAGGER = "qdagger_dqn_atari_impalacnn.py"
+QDAGGER_JAX = "qdagger_dqn_atari_jax_impalacnn.py"
 FAMILY = ["ppo.py", "dqn.py", "sac_continuous_action.py", "ppo_atari.py"]  # round trip in CI
 # the name the model card gives each script's algorithm (its model-index name and title)
 ALGORITHM = {
@@ -62,6 +63,7 @@ ALGORITHM = {
     "ddpg_continuous_action_jax.py": "DDPG (JAX)",
     "ppo_atari_envpool_xla_jax.py": "PPO (JAX)",
     "ppo_atari_envpool_xla_jax_scan.py": "PPO (JAX)",
+    "qdagger_dqn_atari_jax_impalacnn.py": "QDagger (JAX)",
 }
 
 
@@ -104,8 +106,9 @@ def test_every_script_that_evaluates_a_saved_model_can_push_it():
 def test_upload_pushes_the_run_and_enjoy_evaluates_it_from_the_hub(script, hub, workdir, tmp_path, request):
     exp_name = script[: -len(".py")]
     env = hub_env(hub.endpoint, tmp_path / "hf_home")
-    if script == QDAGGER:
-        budget = ["--teacher-model-path", request.getfixturevalue("teacher_path"), *QDAGGER_TINY]
+    if script in (QDAGGER, QDAGGER_JAX):
+        teacher = request.getfixturevalue("teacher_path" if script == QDAGGER else "saved_jax_teacher_path")
+        budget = ["--teacher-model-path", teacher, *QDAGGER_TINY]
     else:
         budget = (TINY | VARIANT_TINY | JAX_TINY)[script]
     flags = [*budget, *VIDEO_ENV.get(script, []), "--save-model", "--upload-model", "--capture-video"]

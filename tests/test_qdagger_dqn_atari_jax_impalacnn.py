@@ -328,15 +328,15 @@ def test_every_phase_runs_and_logs_its_tags(jax_teacher_path, tmp_path):
     assert not (tmp_path / "videos").exists()
 
 
-def test_copied_alone_with_video_checkpoint_and_wandb(jax_teacher_path, tmp_path):
-    # the offline evaluation is left to the run above
-    flags = ["--teacher-model-path", jax_teacher_path, *TINY, "--total-timesteps", 200, "--offline-eval-episodes", 0]
+def test_copied_alone_with_video_checkpoint_and_wandb(saved_jax_teacher_path, tmp_path):
+    # the teacher is what dqn_atari_jax.py --save-model wrote (conftest); the offline evaluation is left to the run above
+    flags = ["--teacher-model-path", saved_jax_teacher_path, *TINY, "--total-timesteps", 200, "--offline-eval-episodes", 0]
     run_dir, checkpoint, _ = run_copied_alone(SCRIPT, *flags, tmp_path=tmp_path)
     # the teacher's videos have a folder of their own
     assert list((tmp_path / "alone" / "videos" / f"{run_dir.name}-teacher").glob("*.mp4"))
     template = jax.eval_shape(qdagger.QNetwork(4).init, jax.random.PRNGKey(0), OBS)
     assert_same_tree(flax.serialization.from_state_dict(template, checkpoint["model"]), template)
-    assert checkpoint["args"]["teacher_model_path"] == str(jax_teacher_path)
+    assert checkpoint["args"]["teacher_model_path"] == str(saved_jax_teacher_path)
 
 
 def test_non_finite_loss_stops_the_run_at_its_first_step(jax_teacher_path, tmp_path):
