@@ -14,6 +14,7 @@ import torch
 from budgets import VALUE_BASED_TINY
 from cleanrl_utils.report import read_scalars
 from conftest import check_ok, check_refused, load_script, only_run_dir, run_copied_alone, run_script
+from jax_parity import fill_both, nature_cnn_params
 
 SCRIPT = "c51_atari_jax.py"
 TINY = VALUE_BASED_TINY["c51_atari.py"]  # the twin's budget: 400 steps, an update per step from step 200
@@ -71,29 +72,13 @@ def test_epsilon_schedule_matches_the_twin():
             )
 
 
-def flax_params_from_torch(q_network):
-    """The Flax params of c51_atari_jax.QNetwork holding the weights of a c51_atari.QNetwork."""
-    convs = [m for m in q_network.network if isinstance(m, torch.nn.Conv2d)]
-    dense = [m for m in q_network.network if isinstance(m, torch.nn.Linear)]
-    weight = lambda m: m.weight.detach().numpy()  # noqa: E731
-    bias = lambda m: m.bias.detach().numpy()  # noqa: E731
-    # convolutions: torch (out, in, h, w) -> Flax (h, w, in, out)
-    params = {f"Conv_{i}": {"kernel": weight(c).transpose(2, 3, 1, 0), "bias": bias(c)} for i, c in enumerate(convs)}
-    # the first dense layer reads the flattened 64x7x7 maps: torch flattens them (C, H, W), Flax (H, W, C)
-    out_features = dense[0].out_features
-    chw_kernel = weight(dense[0]).reshape(out_features, 64, 7, 7)
-    params["Dense_0"] = {"kernel": chw_kernel.transpose(2, 3, 1, 0).reshape(-1, out_features), "bias": bias(dense[0])}
-    params["Dense_1"] = {"kernel": weight(dense[1]).T, "bias": bias(dense[1])}
-    return {"params": params}
-
-
 def test_network_gives_the_twins_actions_and_distributions_with_its_weights():
     torch.manual_seed(0)
     torch_q = torch_c51.QNetwork(6, n_atoms=11, v_min=-5.0, v_max=5.0)
     flax_q = jax_c51.QNetwork(6, n_atoms=11, v_min=-5.0, v_max=5.0)
     np.testing.assert_allclose(np.asarray(flax_q.atoms), torch_q.atoms.numpy(), rtol=1e-6, atol=1e-6)
     obs = np.random.default_rng(0).integers(0, 256, (5, 4, 84, 84), dtype=np.uint8)
-    params = flax_params_from_torch(torch_q)
+    params = nature_cnn_params(torch_q)
     template = jax.eval_shape(flax_q.init, jax.random.PRNGKey(0), obs)
     assert jax.tree_util.tree_map(lambda x: x.shape, template) == jax.tree_util.tree_map(np.shape, params)
     get_action = jax.jit(lambda params, obs, action: flax_q.apply(params, obs, action, method=jax_c51.QNetwork.get_action))
@@ -106,21 +91,6 @@ def test_network_gives_the_twins_actions_and_distributions_with_its_weights():
     assert np.asarray(greedy).tolist() == expected_greedy.tolist()
     np.testing.assert_allclose(np.asarray(greedy_pmfs), expected_greedy_pmfs.numpy(), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(np.asarray(pmfs), expected_pmfs.numpy(), rtol=1e-5, atol=1e-6)
-
-
-def fill_both(buffers, steps=300, num_envs=2, seed=0):
-    """Feeds the same made-up frames, actions, rewards, terminations and truncations to every buffer."""
-    rng = np.random.default_rng(seed)
-    frame = lambda: rng.integers(0, 256, (num_envs, 4, 3, 3), dtype=np.uint8)  # noqa: E731
-    obs = frame()
-    for rb in buffers:
-        rb.start(obs)
-    for _ in range(steps):
-        actions, rewards = rng.integers(0, 4, num_envs), rng.normal(size=num_envs).astype(np.float32)
-        terminations, truncations = rng.random(num_envs) < 0.05, rng.random(num_envs) < 0.05
-        next_obs, final_obs = frame(), frame()
-        for rb in buffers:
-            rb.add(actions, rewards, terminations, truncations, next_obs, final_obs)
 
 
 def test_replay_memory_samples_what_the_twins_samples():
@@ -144,6 +114,11 @@ def default_run(tmp_path_factory):
     return folder, result
 
 
+# the two tests that share the default run, on one xdist worker so that it runs once
+same_worker = pytest.mark.xdist_group("c51_atari_jax_default_run")
+
+
+@same_worker
 def test_default_flags_log_every_tag_at_its_cadence(default_run):
     folder, result = default_run
     assert "global_step=" in result.stdout and "SPS=" in result.stdout
@@ -156,6 +131,7 @@ def test_default_flags_log_every_tag_at_its_cadence(default_run):
     assert not (folder / "videos").exists()
 
 
+@same_worker
 def test_copied_file_runs_every_output_path_and_logs_the_default_runs_values(default_run, tmp_path):
     run_dir, checkpoint, _ = run_copied_alone(SCRIPT, *TINY, tmp_path=tmp_path)
     params = checkpoint["model"]["params"]

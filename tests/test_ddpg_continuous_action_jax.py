@@ -6,7 +6,6 @@ refused before anything is made."""
 import os
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
 import torch
@@ -14,6 +13,7 @@ import torch
 from budgets import JAX_TINY, VIDEO_ENV
 from cleanrl_utils.report import read_scalars
 from conftest import check_ok, check_refused, load_script, only_run_dir, run_copied_alone, run_script, script_env
+from jax_parity import both, dense_params
 
 SCRIPT = "ddpg_continuous_action_jax.py"
 DDPG = load_script("ddpg_continuous_action")
@@ -27,11 +27,6 @@ HIGH = np.array([1.0, 2.0, 0.1], dtype=np.float32)
 SCALE = (HIGH - LOW) / 2.0
 BIAS = (HIGH + LOW) / 2.0
 TOL = {"rtol": 1e-6, "atol": 1e-6}
-
-
-def both(*arrays):
-    """The same float32 inputs as torch tensors and as JAX arrays."""
-    return [torch.as_tensor(a) for a in arrays], [jnp.asarray(a) for a in arrays]
 
 
 def test_rescale_action_matches_the_twin():
@@ -67,24 +62,13 @@ def test_q_target_matches_the_twin_at_terminations():
     np.testing.assert_array_equal(result[dones == 1], rewards[dones == 1])  # no bootstrap past a termination
 
 
-def flax_params(module):
-    """A torch module's nn.Linear weights as the Flax parameters of the same layer names (kernel = weight.T)."""
-    layers = {name: layer for name, layer in module.named_children()}
-    return {
-        "params": {
-            name: {"kernel": jnp.asarray(layer.weight.detach().numpy().T), "bias": jnp.asarray(layer.bias.detach().numpy())}
-            for name, layer in layers.items()
-        }
-    }
-
-
 def test_soft_update_matches_the_twin():
     torch.manual_seed(0)
     source, target = DDPG.QNetwork(5, 3), DDPG.QNetwork(5, 3)
-    j_source, j_target = flax_params(source), flax_params(target)
+    j_source, j_target = dense_params(source), dense_params(target)
     DDPG.soft_update(target, source, 0.005)
     result = DDPG_JAX.soft_update(j_target, j_source, 0.005)
-    jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, **TOL), result, flax_params(target))
+    jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, **TOL), result, dense_params(target))
 
 
 def test_networks_with_the_twins_weights_give_its_outputs():
@@ -96,8 +80,8 @@ def test_networks_with_the_twins_weights_give_its_outputs():
         expected_actions, expected_q = actor(obs).numpy(), qf(obs, actions).numpy()
     np.testing.assert_allclose(DDPG_JAX.Actor(LOW, HIGH).action_scale, actor.action_scale.numpy(), **TOL)
     np.testing.assert_allclose(DDPG_JAX.Actor(LOW, HIGH).action_bias, actor.action_bias.numpy(), **TOL)
-    j_actions = DDPG_JAX.Actor(LOW, HIGH).apply(flax_params(actor), obs.numpy())
-    j_q = DDPG_JAX.QNetwork().apply(flax_params(qf), obs.numpy(), actions.numpy())
+    j_actions = DDPG_JAX.Actor(LOW, HIGH).apply(dense_params(actor), obs.numpy())
+    j_q = DDPG_JAX.QNetwork().apply(dense_params(qf), obs.numpy(), actions.numpy())
     np.testing.assert_allclose(j_actions, expected_actions, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(j_q, expected_q, rtol=1e-5, atol=1e-5)
 
