@@ -276,6 +276,10 @@ def logged(run_dir):
     return {tag: read_scalars(str(run_dir), tag) for tag in tags if tag != "charts/SPS"}
 
 
+# the tests that read the runs below, on one xdist worker so that the four runs happen once
+same_worker = pytest.mark.xdist_group("ppo_atari_envpool_xla_jax_runs")
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     """Per script: a default-flags run and the file copied alone (videos, checkpoint, evaluation, W&B offline),
@@ -293,6 +297,7 @@ def runs(tmp_path_factory):
     return results
 
 
+@same_worker
 def test_default_flags_log_each_tag_once_per_iteration(runs, script):
     run_dir, stdout, _ = runs[script]
     assert "global_step=" in stdout and "SPS=" in stdout and "time limit 20 agent steps" in stdout
@@ -305,6 +310,7 @@ def test_default_flags_log_each_tag_once_per_iteration(runs, script):
     assert not (run_dir.parent.parent / "videos").exists()
 
 
+@same_worker
 def test_xla_and_host_stepping_runs_log_the_same_values(runs, script):
     # the same seed and flags: the copied run (other interface, plus videos, checkpoint and W&B) trains identically
     run_dir, _, (alone_dir, _, _) = runs[script]
@@ -315,6 +321,7 @@ def test_xla_and_host_stepping_runs_log_the_same_values(runs, script):
         np.testing.assert_allclose(default[tag][1], alone[tag][1], rtol=1e-6, err_msg=tag)
 
 
+@same_worker
 def test_videos_show_moving_frames(runs, script):
     from moviepy import VideoFileClip
 
