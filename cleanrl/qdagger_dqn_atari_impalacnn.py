@@ -554,6 +554,10 @@ def load_teacher(args, n_actions, device):
         source = f"{repo}/{filename}"
         try:
             from huggingface_hub import hf_hub_download
+            from huggingface_hub.utils import logging as hf_logging
+
+            # an unreachable Hub is retried for about 30 s with a log line per try; the outcome is our one line
+            hf_logging.set_verbosity_error()
 
             path = hf_hub_download(repo_id=repo, filename=filename)
         except Exception as e:  # no network, no such repo or file, an invalid repo id, no huggingface_hub

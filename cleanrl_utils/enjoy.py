@@ -66,14 +66,24 @@ def load_script(exp_name: str) -> ModuleType:
     return module
 
 
+def is_torch_file(model_path: str) -> bool:
+    """Whether the file at `model_path` is in torch's (zip) format, as torch scripts save; JAX twins save flax
+    msgpack. Raises OSError if it cannot be read."""
+    with open(model_path, "rb") as f:
+        return f.read(2) == b"PK"
+
+
+def is_jax_script(exp_name: str) -> bool:
+    """Whether cleanrl/{exp_name}.py is a JAX twin (its networks are Flax modules)."""
+    return "\nimport flax" in (SCRIPTS / f"{exp_name}.py").read_text()
+
+
 def read_checkpoint(model_path: str) -> dict:
     """The checkpoint at `model_path` (loaded on the CPU, arrays and plain values only), a dict with `model` and
     `args`: a torch script's file (`torch.load(..., weights_only=True)`) or a JAX script's (flax msgpack, read
     with `flax.serialization.msgpack_restore`). Raises OSError if it cannot be read and ValueError if it is not
     a CleanRL checkpoint."""
-    with open(model_path, "rb") as f:
-        head = f.read(4)
-    if head.startswith(b"PK"):  # torch's zip format
+    if is_torch_file(model_path):
         import torch
 
         try:
@@ -169,6 +179,9 @@ def validation_error(args: Args) -> Optional[str]:
         args.exp_name = saved_by
     elif saved_by in scripts and saved_by != args.exp_name:
         return f"the checkpoint was saved by {saved_by}.py, not {args.exp_name}.py; use --exp-name {saved_by}"
+    if is_jax_script(args.exp_name) == is_torch_file(args.model_path):  # e.g. saved under a custom --exp-name
+        kind, other = ("a torch", "a torch script") if is_torch_file(args.model_path) else ("a flax (JAX)", "a JAX twin")
+        return f"the checkpoint is {kind} file but {args.exp_name}.py is not {other}; name the script that saved it"
     trained_on = checkpoint["args"]["env_id"]
     if args.env_id is not None and args.env_id != trained_on:
         return f"the model was trained on {trained_on}, not --env-id {args.env_id}; evaluation uses the training env"

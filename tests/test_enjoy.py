@@ -90,6 +90,19 @@ def test_a_checkpoint_under_a_custom_exp_name_is_tried_on_the_named_script(workd
         assert result.returncode == 2, result.stderr
         lines = result.stderr.strip().splitlines()
         assert len(lines) == 1 and f"the checkpoint does not fit {script}.py's networks (" in lines[0], result.stderr
+    # a torch file named to a JAX twin, and a flax file (what a JAX twin saves) named to a torch script
+    result = enjoy("--exp-name", "dqn_jax", "--model-path", model, cwd=workdir)
+    assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1
+    assert "the checkpoint is a torch file but dqn_jax.py is not a torch script; name the script" in result.stderr
+    import flax.serialization
+
+    flax_file = workdir / "my_dqn_jax.cleanrl_model"
+    flax_file.write_bytes(
+        flax.serialization.msgpack_serialize({"model": {}, "args": {"env_id": "CartPole-v1", "exp_name": "x"}})
+    )
+    result = enjoy("--exp-name", "dqn", "--model-path", flax_file, cwd=workdir)
+    assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1
+    assert "the checkpoint is a flax (JAX) file but dqn.py is not a JAX twin; name the script that saved it" in result.stderr
 
 
 def test_a_checkpoint_of_an_env_this_machine_lacks_exits_2(workdir):
