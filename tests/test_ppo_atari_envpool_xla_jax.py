@@ -276,30 +276,23 @@ def logged(run_dir):
     return {tag: read_scalars(str(run_dir), tag) for tag in tags if tag != "charts/SPS"}
 
 
-# the tests that read the runs below, on one xdist worker so that the four runs happen once
-same_worker = pytest.mark.xdist_group("ppo_atari_envpool_xla_jax_runs")
+def run_both_ways(script, tmp_path):
+    """A default-flags run and the file copied alone (videos, checkpoint, evaluation, W&B offline), one of them
+    stepping the envs through envpool's XLA interface and the other on the host (--no-xla-env)."""
+    # the scan variant films through its XLA program's host callback, the other through the host stepping
+    alone_flags = ["--no-xla-env"] if script == SCRIPTS[0] else []
+    default_flags = [] if script == SCRIPTS[0] else ["--no-xla-env"]
+    workdir = tmp_path / "default"
+    workdir.mkdir()
+    result = run_script(script, *TINY, *default_flags, cwd=workdir)
+    check_ok(result)
+    return only_run_dir(workdir), result.stdout, run_copied_alone(script, *TINY, *alone_flags, tmp_path=tmp_path)
 
 
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory):
-    """Per script: a default-flags run and the file copied alone (videos, checkpoint, evaluation, W&B offline),
-    one of them stepping the envs through envpool's XLA interface and the other on the host (--no-xla-env)."""
-    results = {}
-    for script in SCRIPTS:
-        # the scan variant films through its XLA program's host callback, the other through the host stepping
-        alone_flags = ["--no-xla-env"] if script == SCRIPTS[0] else []
-        default_flags = [] if script == SCRIPTS[0] else ["--no-xla-env"]
-        workdir = tmp_path_factory.mktemp("default")
-        result = run_script(script, *TINY, *default_flags, cwd=workdir)
-        check_ok(result)
-        alone = run_copied_alone(script, *TINY, *alone_flags, tmp_path=tmp_path_factory.mktemp("alone"))
-        results[script] = (only_run_dir(workdir), result.stdout, alone)
-    return results
+def test_default_and_copied_alone_runs(script, tmp_path):
+    run_dir, stdout, (alone_dir, checkpoint, _) = run_both_ways(script, tmp_path)
 
-
-@same_worker
-def test_default_flags_log_each_tag_once_per_iteration(runs, script):
-    run_dir, stdout, _ = runs[script]
+    # the default flags log each tag once per iteration
     assert "global_step=" in stdout and "SPS=" in stdout and "time limit 20 agent steps" in stdout
     interface = "env stepping: envpool's XLA interface" if script == SCRIPTS[0] else "env stepping: host stepping"
     assert interface in stdout
@@ -309,23 +302,17 @@ def test_default_flags_log_each_tag_once_per_iteration(runs, script):
     assert len(lengths) >= 2 and max(lengths) <= LIMIT
     assert not (run_dir.parent.parent / "videos").exists()
 
-
-@same_worker
-def test_xla_and_host_stepping_runs_log_the_same_values(runs, script):
-    # the same seed and flags: the copied run (other interface, plus videos, checkpoint and W&B) trains identically
-    run_dir, _, (alone_dir, _, _) = runs[script]
+    # XLA and host stepping log the same values: the same seed and flags, the copied run (other interface, plus
+    # videos, checkpoint and W&B) trains identically
     default, alone = logged(run_dir), logged(alone_dir)
     assert len(default["charts/episodic_return"][0]) >= 2
     for tag in default:
         np.testing.assert_array_equal(default[tag][0], alone[tag][0], err_msg=tag)
         np.testing.assert_allclose(default[tag][1], alone[tag][1], rtol=1e-6, err_msg=tag)
 
-
-@same_worker
-def test_videos_show_moving_frames(runs, script):
+    # the videos show moving frames
     from moviepy import VideoFileClip
 
-    _, _, (alone_dir, checkpoint, _) = runs[script]
     assert checkpoint["args"]["max_episode_steps"] == LIMIT and "kernel" in checkpoint["model"]["params"]["actor"]
     for folder in (alone_dir.name, f"{alone_dir.name}-eval"):
         with VideoFileClip(str(alone_dir.parent.parent / "videos" / folder / "rl-video-episode-0.mp4")) as clip:
