@@ -179,8 +179,9 @@ def validation_error(args: Args) -> Optional[str]:
         args.exp_name = saved_by
     elif saved_by in scripts and saved_by != args.exp_name:
         return f"the checkpoint was saved by {saved_by}.py, not {args.exp_name}.py; use --exp-name {saved_by}"
-    if is_jax_script(args.exp_name) == is_torch_file(args.model_path):  # e.g. saved under a custom --exp-name
-        kind, other = ("a torch", "a torch script") if is_torch_file(args.model_path) else ("a flax (JAX)", "a JAX twin")
+    torch_file = is_torch_file(args.model_path)
+    if is_jax_script(args.exp_name) == torch_file:  # e.g. a checkpoint saved under a custom --exp-name
+        kind, other = ("a torch", "a torch script") if torch_file else ("a flax (JAX)", "a JAX twin")
         return f"the checkpoint is {kind} file but {args.exp_name}.py is not {other}; name the script that saved it"
     trained_on = checkpoint["args"]["env_id"]
     if args.env_id is not None and args.env_id != trained_on:
