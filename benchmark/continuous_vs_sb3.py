@@ -103,10 +103,10 @@ class Args:
     markdown: str = str(REPO / "benchmark" / "results" / "continuous_vs_sb3.md")
     """where the result table goes"""
     table_only: bool = False
+    """run nothing: write the table from the runs finished in --out (a row counts the seeds that both sides finished)"""
     exclude_sps: list[str] = field(default_factory=list)
     """pairs whose speed was disturbed (other work shared the core), as ALGO:ENV_ID:SEED: their returns count,
     their SPS and ratio do not; the table lists them"""
-    """run nothing: write the table from the runs finished in --out (a row counts the seeds that both sides finished)"""
 
 
 def run_env():

@@ -3,11 +3,11 @@
 # outputs and checks.
 # Papers: Lillicrap et al. 2016, "Continuous control with deep reinforcement learning" (ICLR,
 # arXiv:1509.02971); the deterministic policy gradient of Silver et al. 2014 (ICML).
-# Defaults are CleanRL's published ones, those of the TD3 paper's "our DDPG" baseline (Fujimoto et al.
-# 2018, arXiv:1802.09477): 256-256 ReLU MLPs, 1M replay buffer, batch 256, Adam lr 3e-4 for actor and
-# critic, τ 0.005, learning starts at 25k env steps (uniform random actions before), Gaussian
+# Defaults are CleanRL's published ones: 256-256 ReLU MLPs, 1M replay buffer, batch 256, Adam lr 3e-4 for
+# actor and critic, τ 0.005, learning starts at 25k env steps (uniform random actions before), Gaussian
 # exploration noise 0.1 times the action scale instead of the paper's Ornstein-Uhlenbeck process, the
-# actor and the targets updated every 2 env steps.
+# actor and the targets updated every 2 env steps (CleanRL's choice: Lillicrap et al. and the DDPG baseline
+# of the TD3 paper, Fujimoto et al. 2018, update them every step, `--policy-frequency 1`).
 # Deliberate differences from older implementations: each action dimension is rescaled to its own
 # bounds (tanh · (high − low)/2 + (high + low)/2, bounds read from the unwrapped env) and clamped to
 # them; exploration noise is drawn independently per env and per dimension and scaled by its
@@ -708,7 +708,7 @@ if __name__ == "__main__":
                 sys.exit(1)
             qf1_state = new_qf1_state
 
-            if step % args.policy_frequency == 0:  # delayed policy and target updates, as in TD3's DDPG
+            if step % args.policy_frequency == 0:  # delayed policy and target updates (CleanRL's default of 2; 1: every step)
                 actor_state, qf1_state, actor_loss = update_actor(actor_state, qf1_state, b_obs)
 
             if step % 100 == 0:

@@ -620,11 +620,13 @@ def validation_error(args):
             f"--offline-steps {args.offline_steps} needs the teacher's data, but --teacher-steps {args.teacher_steps} is "
             f"less than one step of the --num-envs {args.num_envs} envs; raise --teacher-steps or pass --offline-steps 0"
         )
-    if args.offline_steps + args.total_timesteps <= args.learning_starts:
+    run_steps = args.total_timesteps // args.num_envs * args.num_envs  # whole vector steps
+    online_learning_starts = max(args.learning_starts - args.offline_steps, 0)  # the online clock starts at 0
+    if run_steps // args.train_frequency <= online_learning_starts // args.train_frequency:
         return (
             f"--offline-steps {args.offline_steps} plus --total-timesteps {args.total_timesteps} does not exceed "
-            f"--learning-starts {args.learning_starts} (the online clock starts at --offline-steps), "
-            "so no online update would run"
+            f"--learning-starts {args.learning_starts} by a gradient step (one every --train-frequency "
+            f"{args.train_frequency} env steps; the online clock starts at --offline-steps), so no online update would run"
         )
     for name in ("gamma", "start_e", "end_e", "exploration_fraction"):
         if not 0.0 <= getattr(args, name) <= 1.0:

@@ -495,8 +495,8 @@ def validation_error(args):
                 f"--{name.replace('_', '-')} must be positive and at most {float32_max / 10:.1e} (Adam), "
                 f"got {getattr(args, name)}"
             )
-    if not (args.alpha >= 0.0 and math.isfinite(args.alpha)):
-        return f"--alpha must be a finite number at least 0, got {args.alpha}"
+    if not 0.0 <= args.alpha <= float32_max:
+        return f"--alpha must be non-negative and finite in float32, got {args.alpha}"
     if not 0.0 < args.target_entropy_scale <= 1.0:
         return f"--target-entropy-scale must be in (0, 1], got {args.target_entropy_scale}"
     if args.upload_model:

@@ -56,12 +56,22 @@ class Flag:
         return [flag, "--no-" + flag[2:]] if self.annotation == "bool" else [flag]
 
 
+def _segment(lines: list[str], node: ast.AST) -> str:
+    """The source text of `node` (`ast.get_source_segment` re-splits the whole file on every call)."""
+    if node.lineno == node.end_lineno:
+        return lines[node.lineno - 1].encode()[node.col_offset : node.end_col_offset].decode()
+    first = lines[node.lineno - 1].encode()[node.col_offset :].decode()
+    last = lines[node.end_lineno - 1].encode()[: node.end_col_offset].decode()
+    return "".join([first, *lines[node.lineno : node.end_lineno - 1], last])
+
+
 def script_flags(script: Path) -> list[Flag]:
     """The flags of `script` (a path to a cleanrl script), in the order of its `Args` fields.
 
     Raises ValueError when the file has no top-level `Args` class or a field has no default."""
     source = script.read_text()
     tree = ast.parse(source)
+    lines = source.splitlines(keepends=True)
     args = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Args"), None)
     if args is None:
         raise ValueError(f"{script.name} has no top-level `class Args`")
@@ -75,10 +85,10 @@ def script_flags(script: Path) -> list[Flag]:
         doc = ""
         if isinstance(following, ast.Expr) and isinstance(following.value, ast.Constant):
             doc = " ".join(str(following.value.value).split())
-        default = ast.get_source_segment(source, node.value)
+        default = _segment(lines, node.value)
         if "__file__" in default:  # exp_name: the file's stem
             default = script.stem
-        flags.append(Flag(node.target.id, ast.get_source_segment(source, node.annotation), default, doc))
+        flags.append(Flag(node.target.id, _segment(lines, node.annotation), default, doc))
     return flags
 
 
@@ -160,8 +170,12 @@ def blocks(text: str) -> list[tuple[str, str, str]]:
 
 
 def pages() -> list[Path]:
-    """Every markdown page written for the site (the linked `docs/benchmark` and `docs/cleanrl` are not pages)."""
-    return sorted(p for p in DOCS.rglob("*.md") if p.relative_to(DOCS).parts[0] not in ("benchmark", "cleanrl"))
+    """Every markdown page written for the site; the folders linked into `docs/` (`benchmark`, `cleanrl`,
+    `terraform`) are not walked."""
+    found = []
+    for root, _, files in os.walk(DOCS):  # does not follow the links
+        found += [Path(root) / f for f in files if f.endswith(".md")]
+    return sorted(found)
 
 
 def main(argv=None) -> int:

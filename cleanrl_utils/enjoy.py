@@ -20,12 +20,15 @@ from __future__ import annotations
 import importlib.util
 import inspect
 import os
+import random
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Optional
+
+import numpy as np
 
 SCRIPTS = Path(__file__).resolve().parents[1] / "cleanrl"
 
@@ -199,7 +202,8 @@ def main(args: Args) -> list[float]:
         os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
 
     script = load_script(args.exp_name)  # imports what registers the script's envs (ale-py for Atari)
-    env_id = read_checkpoint(args.model_path)["args"]["env_id"]
+    saved = read_checkpoint(args.model_path)["args"]
+    env_id = saved["env_id"]
     error = None
     try:
         if hasattr(script, "env_error"):  # envs outside Gymnasium's registry (envpool, PettingZoo): the script checks
@@ -213,9 +217,15 @@ def main(args: Args) -> list[float]:
         sys.exit(2)
     run_name = f"{env_id.replace('/', '-')}__{args.exp_name}__enjoy__{int(time.time())}"
     options = {"capture_video": args.capture_video}
+    # the evaluation seeds its env from the training seed + 100,000; its other draws (the ε-greedy coin, a sampled
+    # action) come from the global generators, seeded here the same way so that two calls play the same episodes
+    seed = saved["seed"] + 100_000
+    random.seed(seed)
+    np.random.seed(seed)
     if "device" in inspect.signature(script.evaluate).parameters:  # torch scripts; JAX picks its own device
         import torch
 
+        torch.manual_seed(seed)
         options["device"] = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
     try:
         returns = script.evaluate(args.model_path, args.eval_episodes, run_name, **options)

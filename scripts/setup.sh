@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One-command set-up: creates .venv at the repository root and installs the pinned, tested set
-# (requirements.txt, torch pinned to 2.13.0) plus this project in editable mode.
+# (requirements.txt, torch pinned to 2.13.0), the docs site's tools (requirements-docs.txt) plus this project in
+# editable mode.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,6 +14,8 @@ fi
 # torch first and pinned: an unpinned or ranged torch would pull a multi-GB CUDA build
 .venv/bin/python -m pip install --quiet --disable-pip-version-check torch==2.13.0
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
+# the documentation site's build tools (mkdocs + Material), kept out of the container image's set
+.venv/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-docs.txt
 .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
 .venv/bin/python -m pip check
 echo "set-up done: activate with 'source .venv/bin/activate'"

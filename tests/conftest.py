@@ -70,9 +70,9 @@ def fork_script():
 
     forker = ScriptForker(script_env())
 
-    def run(script, *args, cwd, timeout=120, env=None):
+    def run(script, *args, cwd, timeout=120, env=None, unset=()):
         path = script if os.path.isabs(str(script)) else SCRIPTS / script
-        return forker.run(path, args, cwd, env=env, timeout=timeout)
+        return forker.run(path, args, cwd, env=env, timeout=timeout, unset=unset)
 
     yield run
     forker.close()

@@ -33,6 +33,8 @@ def child(request, out_path, err_path):
     os.dup2(err, 2)
     sys.stdin = open(os.devnull)
     os.chdir(request["cwd"])
+    for name in request["unset"]:
+        os.environ.pop(name, None)
     os.environ.update(request["env"])
     sys.argv = [request["script"], *request["args"]]
     sys.path[0] = os.path.dirname(request["script"])
@@ -79,7 +81,7 @@ for line in sys.stdin:
 
 
 class ScriptForker:
-    """One server process; `run(script_path, args, cwd, env, timeout)` returns an object with
+    """One server process; `run(script_path, args, cwd, env, timeout, unset)` returns an object with
     `returncode` (None after a timeout), `stdout` and `stderr`, like `subprocess.run(..., text=True)`."""
 
     def __init__(self, env):
@@ -89,13 +91,15 @@ class ScriptForker:
             [sys.executable, "-c", SERVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, text=True
         )
 
-    def run(self, script_path, args, cwd, env=None, timeout=120):
+    def run(self, script_path, args, cwd, env=None, timeout=120, unset=()):
+        """`env` adds to (or overrides) the server's environment; the variables named in `unset` are removed."""
         out, err = os.path.join(self.scratch.name, "stdout"), os.path.join(self.scratch.name, "stderr")
         request = {
             "script": str(script_path),
             "args": [str(a) for a in args],
             "cwd": str(cwd),
             "env": {k: v for k, v in (env or {}).items() if self.env.get(k) != v},
+            "unset": list(unset),
             "timeout": timeout,
             "stdout": out,
             "stderr": err,

@@ -37,6 +37,10 @@ def test_enjoy_evaluates_a_saved_model_with_the_scripts_code(script, workdir):
     check_ok(result)
     assert sum(line.startswith("episode ") for line in result.stdout.splitlines()) == 2
     assert f"{script[:-3]} on " in result.stdout and "over 2 episodes" in result.stdout
+    if script in ("dqn.py", "ppo.py"):  # an ε-greedy coin, sampled actions: seeded, so a second call agrees
+        again = enjoy("--exp-name", script[:-3], "--model-path", model, "--eval-episodes", 2, cwd=workdir)
+        check_ok(again)
+        assert again.stdout.splitlines()[-3:] == result.stdout.splitlines()[-3:]
 
 
 def test_enjoy_records_video(workdir):

@@ -168,7 +168,7 @@ DIRECT_PUSH = textwrap.dedent(
 
 
 @pytest.mark.parametrize("script", PUSHERS)
-def test_each_scripts_own_push_to_hub_pushes_a_run(script, hub, workdir, tmp_path):
+def test_each_scripts_own_push_to_hub_pushes_a_run(script, hub, workdir, tmp_path, fork_script):
     exp_name = script[: -len(".py")]
     run_name = f"Env__{exp_name}__1__100"
     run_dir = workdir / "runs" / run_name
@@ -179,9 +179,11 @@ def test_each_scripts_own_push_to_hub_pushes_a_run(script, hub, workdir, tmp_pat
     videos.mkdir(parents=True)
     (videos / "rl-video-episode-1.mp4").write_bytes(b"episode 1")
     (videos / "rl-video-episode-8.mp4").write_bytes(b"episode 8")  # the last recorded one, by number
-    env = hub_env(hub.endpoint, tmp_path / "hf_home") | {"PYTHONPATH": str(REPO)}
-    command = [sys.executable, "-c", DIRECT_PUSH, str(SCRIPTS / script), run_name]
-    result = subprocess.run(command, cwd=workdir, env=env, capture_output=True, text=True, timeout=300)
+    env = hub_env(hub.endpoint, tmp_path / "hf_home")
+    unset = [k for k in script_env() if k not in env]  # the HF_* settings of the shell running the tests
+    direct_push = tmp_path / "direct_push.py"
+    direct_push.write_text(DIRECT_PUSH)
+    result = fork_script(direct_push, SCRIPTS / script, run_name, cwd=workdir, env=env, unset=unset, timeout=300)
     check_ok(result)
     pushed = json.loads(result.stdout.strip().splitlines()[-1])
     env_id = pushed["env_id"]

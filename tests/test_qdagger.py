@@ -170,6 +170,10 @@ def test_teacher_weights_refuse_what_is_not_a_matching_dqn_atari_teacher():
             {"offline_steps": 100, "total_timesteps": 1000, "learning_starts": 1100},
             "--offline-steps 100 plus --total-timesteps 1000 does not exceed --learning-starts 1100",
         ),
+        (  # 1000 steps pass learning_starts 999 but reach no multiple of 16 after it: no gradient step
+            {"offline_steps": 0, "total_timesteps": 1000, "learning_starts": 999, "train_frequency": 16},
+            "--offline-steps 0 plus --total-timesteps 1000 does not exceed --learning-starts 999 by a gradient step",
+        ),
         ({"total_timesteps": 1, "num_envs": 2, "learning_starts": 0}, "is less than one step of the --num-envs 2 envs"),
         ({"upload_model": True}, "--upload-model pushes the saved model and its evaluation; add --save-model"),
     ],

@@ -283,7 +283,14 @@ def test_validation_and_defaults_are_the_twins():
     assert list(jax_fields) == [k for k in twin_fields if k not in ("torch_deterministic", "cuda")]
     differ = {k for k in jax_fields if k != "exp_name" and jax_fields[k] != twin_fields[k]}
     assert differ == {"teacher_model_exp_name"} and jax_fields["teacher_model_exp_name"] == "dqn_atari_jax"
-    for changes in [{"distill_window": 0}, {"offline_steps": -5}, {"teacher_steps": 1, "num_envs": 2}, {"tau": 0.0}]:
+    no_update = {"offline_steps": 0, "total_timesteps": 1000, "learning_starts": 999, "train_frequency": 16}
+    for changes in [
+        {"distill_window": 0},
+        {"offline_steps": -5},
+        {"teacher_steps": 1, "num_envs": 2},
+        {"tau": 0.0},
+        no_update,
+    ]:
         assert qdagger.validation_error(qdagger.Args(**changes)) == twin.validation_error(twin.Args(**changes)) is not None
     # the enjoy tool passes `device` only to an evaluate that declares it
     assert list(inspect.signature(qdagger.evaluate).parameters) == [

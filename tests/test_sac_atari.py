@@ -202,8 +202,9 @@ BAD = [
     (["--policy-lr", 1e38], "--policy-lr must be positive and at most 3.4e+37 (Adam), got 1e+38"),
     (["--q-lr", -1e-4], "--q-lr must be positive and "),
     (["--q-lr", 1e38], "--q-lr must be positive and at most 3.4e+37 (Adam), got 1e+38"),
-    (["--alpha", -0.1], "--alpha must be a finite number at least 0, got -0.1"),
-    (["--alpha", "inf"], "--alpha must be a finite number at least 0, got inf"),
+    (["--alpha", -0.1], "--alpha must be non-negative and finite in float32, got -0.1"),
+    (["--alpha", "inf"], "--alpha must be non-negative and finite in float32, got inf"),
+    (["--alpha", 1e39], "--alpha must be non-negative and finite in float32, got 1e+39"),  # inf in float32
     (["--target-entropy-scale", 0], "--target-entropy-scale must be in (0, 1], got 0"),
     (["--target-entropy-scale", 1.5], "--target-entropy-scale must be in (0, 1], got 1.5"),
     (["--upload-model", "--no-save-model"], "--upload-model pushes the saved model and its evaluation; add --save-model"),
