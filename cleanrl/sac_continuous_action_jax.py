@@ -491,7 +491,7 @@ with open("{args.exp_name}.cleanrl_model", "rb") as f:
 ## Versions
 
 | python | jax | flax | optax | gymnasium | numpy | huggingface_hub | {script} sha256 |
-|-|-|-|-|-|-|-|-|-|
+|-|-|-|-|-|-|-|-|
 | {" | ".join(versions)} | {script_sha256} |
 """
 
