@@ -202,6 +202,19 @@ def test_each_scripts_own_push_to_hub_pushes_a_run(script, hub, workdir, tmp_pat
     assert "2.33 ± 1.25" in card  # mean ± std of the returns given
     assert all(f"| {key} | {value} |" in card for key, value in pushed["args"].items())
     assert f"python -m cleanrl_utils.enjoy --exp-name {exp_name} --hf-repository {repo_id}" in card
+    assert table_shapes_agree(card)
+
+
+def table_shapes_agree(markdown):
+    """Every Markdown table in `markdown` has as many cells in each row as in its header (else it is not drawn)."""
+    tables, rows = [], []
+    for line in [*markdown.splitlines(), ""]:
+        if line.startswith("|"):
+            rows.append(line.strip().strip("|").count("|") + 1)
+        elif rows:
+            tables.append(rows)
+            rows = []
+    return tables != [] and all(len(set(t)) == 1 for t in tables)
 
 
 @pytest.mark.parametrize("script", PUSHERS)

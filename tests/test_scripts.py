@@ -11,15 +11,15 @@ import pytest
 
 from budgets import PPO_TINY, TINY, VIDEO_ENV
 from cleanrl_utils.report import read_scalars
-from conftest import PPO_TAGS, check_ok, only_run_dir, run_copied_alone, run_script, script_env
+from conftest import PPO_TAGS, check_ok, only_run_dir, run_copied_alone, run_script
 
 ALL = list(TINY)  # every script but qdagger, whose teacher tests/test_qdagger.py makes
 PPO = list(PPO_TINY)
 
 
 @pytest.mark.parametrize("script", PPO)
-def test_default_flags(script, workdir):
-    result = run_script(script, *TINY[script], cwd=workdir)
+def test_default_flags(script, workdir, fork_script):
+    result = fork_script(script, *TINY[script], cwd=workdir, timeout=600)
     check_ok(result)
     assert "global_step=" in result.stdout and "SPS=" in result.stdout
     run_dir = only_run_dir(workdir)
@@ -36,10 +36,10 @@ def test_copied_file_runs_every_output_path(script, tmp_path):
 
 
 @pytest.mark.parametrize("script", ALL)
-def test_track_without_a_wandb_login_exits_2_and_leaves_nothing(script, workdir, tmp_path_factory):
+def test_track_without_a_wandb_login_exits_2_and_leaves_nothing(script, workdir, tmp_path_factory, fork_script):
     home = tmp_path_factory.mktemp("home")  # no ~/.netrc, no W&B settings
-    env = {k: v for k, v in script_env().items() if k != "WANDB_API_KEY"} | {"WANDB_MODE": "online", "HOME": str(home)}
-    result = run_script(script, *TINY[script], "--track", cwd=workdir, env=env, timeout=120)
+    env = {"WANDB_MODE": "online", "HOME": str(home)}
+    result = fork_script(script, *TINY[script], "--track", cwd=workdir, env=env, unset=["WANDB_API_KEY"])
     assert result.returncode == 2, result.stderr
     assert f"{script}: --track could not start a W&B run" in result.stderr and "wandb login" in result.stderr
     # MuJoCo itself logs HalfCheetah's deprecation warning to MUJOCO_LOG.TXT whenever the env is made
@@ -64,9 +64,9 @@ def test_total_timesteps_rounded_down_to_whole_batches_says_so(workdir):
     assert "running 256 steps: --total-timesteps rounded down to whole batches" in result.stdout
 
 
-def test_non_finite_loss_stops_the_run_with_its_step(workdir):
+def test_non_finite_loss_stops_the_run_with_its_step(workdir, fork_script):
     # a value coefficient of 1e38 overflows float32 on CartPole's first update
-    result = run_script("ppo.py", *TINY["ppo.py"], "--vf-coef", 1e38, cwd=workdir)
+    result = fork_script("ppo.py", *TINY["ppo.py"], "--vf-coef", 1e38, cwd=workdir)
     assert result.returncode == 1
     assert "ppo.py: non-finite loss at global_step 128; stopping" in result.stderr.splitlines()
     assert only_run_dir(workdir).exists()  # what was logged so far is kept

@@ -22,8 +22,8 @@ TAGS = {
 
 
 @pytest.mark.parametrize("script", ALL)
-def test_default_flags(script, workdir):
-    result = run_script(script, *TINY[script], cwd=workdir)
+def test_default_flags(script, workdir, fork_script):
+    result = fork_script(script, *TINY[script], cwd=workdir, timeout=600)
     check_ok(result)
     assert "global_step=" in result.stdout and "SPS=" in result.stdout
     run_dir = only_run_dir(workdir)
@@ -36,7 +36,7 @@ def test_default_flags(script, workdir):
 
 
 @pytest.mark.parametrize("script", ["dqn.py", "c51.py"])
-def test_cadences_do_not_depend_on_num_envs(script, workdir):
+def test_cadences_do_not_depend_on_num_envs(script, workdir, fork_script):
     # 1800 env steps past learning_starts at one gradient step per 2 env steps: 900 updates, logged
     # every 100, whether the steps come one at a time or four at a time
     points = []
@@ -44,7 +44,7 @@ def test_cadences_do_not_depend_on_num_envs(script, workdir):
         run_dir = workdir / str(num_envs)
         run_dir.mkdir()
         flags = ["--total-timesteps", 2000, "--learning-starts", 200, "--train-frequency", 2, "--num-envs", num_envs]
-        check_ok(run_script(script, *flags, "--buffer-size", 1000, "--batch-size", 16, cwd=run_dir))
+        check_ok(fork_script(script, *flags, "--buffer-size", 1000, "--batch-size", 16, cwd=run_dir, timeout=600))
         steps, _ = read_scalars(str(only_run_dir(run_dir)), TAGS[script][0])
         points.append(len(steps))
     assert points == [9, 9]
@@ -56,9 +56,9 @@ def test_rounding_to_whole_vector_steps_says_so(workdir):
     assert "running 700 steps: --total-timesteps rounded down to whole vector steps" in result.stdout
 
 
-def test_non_finite_loss_stops_the_run_with_its_step(workdir):
+def test_non_finite_loss_stops_the_run_with_its_step(workdir, fork_script):
     # the largest learning rate Adam accepts blows the weights, then the Q-values, past float32
-    result = run_script("dqn.py", *TINY["dqn.py"], "--learning-rate", 3e37, cwd=workdir)
+    result = fork_script("dqn.py", *TINY["dqn.py"], "--learning-rate", 3e37, cwd=workdir)
     assert result.returncode == 1, result.stderr
     (line,) = [x for x in result.stderr.splitlines() if "non-finite loss" in x]
     assert line.startswith("dqn.py: non-finite loss at global_step ") and line.endswith("; stopping")
