@@ -13,7 +13,7 @@ import torch
 
 from budgets import VALUE_BASED_TINY
 from cleanrl_utils.report import read_scalars
-from conftest import check_ok, check_refused, load_script, only_run_dir, run_copied_alone, run_script
+from conftest import check_ok, check_refused, load_script, only_run_dir, run_copied_alone
 from jax_parity import fill_both, nature_cnn_params
 
 SCRIPT = "c51_atari_jax.py"
@@ -107,9 +107,9 @@ def test_replay_memory_samples_what_the_twins_samples():
 
 
 @pytest.fixture(scope="module")
-def default_run(tmp_path_factory):
+def default_run(tmp_path_factory, fork_script):
     folder = tmp_path_factory.mktemp("default")
-    result = run_script(SCRIPT, *TINY, cwd=folder)
+    result = fork_script(SCRIPT, *TINY, cwd=folder, timeout=600)
     check_ok(result)
     return folder, result
 

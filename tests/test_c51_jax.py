@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from cleanrl_utils.report import read_scalars
-from conftest import check_ok, check_refused, load_script, only_run_dir, run_copied_alone, run_script
+from conftest import check_ok, check_refused, load_script, only_run_dir, run_copied_alone
 
 SCRIPT = "c51_jax.py"
 # c51.py's tiny budget (tests/budgets.py): 500 gradient steps, one per env step past step 200
@@ -30,10 +30,10 @@ same_worker = pytest.mark.xdist_group("c51_jax_default_run")
 
 
 @pytest.fixture(scope="module")
-def default_run(tmp_path_factory):
+def default_run(tmp_path_factory, fork_script):
     """The run directory and stdout of a tiny run with the default flags."""
     workdir = tmp_path_factory.mktemp("default")
-    result = run_script(SCRIPT, *TINY, cwd=workdir)
+    result = fork_script(SCRIPT, *TINY, cwd=workdir, timeout=600)
     check_ok(result)
     assert not (workdir / "videos").exists()
     return only_run_dir(workdir), result.stdout

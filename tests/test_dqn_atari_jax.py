@@ -13,7 +13,7 @@ import torch
 
 from budgets import VALUE_BASED_TINY
 from cleanrl_utils.report import read_scalars
-from conftest import check_ok, check_refused, load_script, only_run_dir, run_copied_alone, run_script
+from conftest import check_ok, check_refused, load_script, only_run_dir, run_copied_alone
 from jax_parity import fill_both, nature_cnn_params
 
 SCRIPT = "dqn_atari_jax.py"
@@ -76,9 +76,9 @@ def test_replay_memory_samples_what_the_twins_samples():
 
 
 @pytest.fixture(scope="module")
-def default_run(tmp_path_factory):
+def default_run(tmp_path_factory, fork_script):
     folder = tmp_path_factory.mktemp("default")
-    result = run_script(SCRIPT, *TINY, cwd=folder)
+    result = fork_script(SCRIPT, *TINY, cwd=folder, timeout=600)
     check_ok(result)
     return folder, result
 
@@ -115,10 +115,10 @@ def test_copied_file_runs_every_output_path_and_logs_the_default_runs_values(def
         np.testing.assert_array_equal(read_scalars(str(run_dir), tag)[1], read_scalars(str(default_dir), tag)[1], tag)
 
 
-def test_non_finite_loss_stops_the_run_with_its_step(workdir):
+def test_non_finite_loss_stops_the_run_with_its_step(workdir, fork_script):
     # the largest learning rate Adam accepts throws the weights, then the Q-values, past float32
     flags = ["--total-timesteps", 40, "--learning-starts", 8, "--train-frequency", 1, "--buffer-size", 100]
-    result = run_script(SCRIPT, *flags, "--batch-size", 4, "--learning-rate", 3e37, cwd=workdir)
+    result = fork_script(SCRIPT, *flags, "--batch-size", 4, "--learning-rate", 3e37, cwd=workdir, timeout=600)
     assert result.returncode == 1, result.stderr
     (line,) = [x for x in result.stderr.splitlines() if "non-finite loss" in x]
     assert line.startswith(f"{SCRIPT}: non-finite loss at global_step ") and line.endswith("; stopping")

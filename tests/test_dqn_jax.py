@@ -31,10 +31,10 @@ same_worker = pytest.mark.xdist_group("dqn_jax_default_run")
 
 
 @pytest.fixture(scope="module")
-def default_run(tmp_path_factory):
+def default_run(tmp_path_factory, fork_script):
     """The run directory and stdout of a tiny run with the default flags."""
     workdir = tmp_path_factory.mktemp("default")
-    result = run_script(SCRIPT, *TINY, cwd=workdir)
+    result = fork_script(SCRIPT, *TINY, cwd=workdir, timeout=600)
     check_ok(result)
     assert not (workdir / "videos").exists()
     return only_run_dir(workdir), result.stdout

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from cleanrl_utils.report import read_scalars
-from conftest import PPO_TAGS, check_ok, check_refused, load_script, only_run_dir, run_copied_alone, run_script
+from conftest import PPO_TAGS, check_ok, check_refused, load_script, only_run_dir, run_copied_alone
 
 SCRIPTS = ["ppo_atari_envpool_xla_jax.py", "ppo_atari_envpool_xla_jax_scan.py"]
 twin = load_script("ppo_atari_envpool")
@@ -276,7 +276,7 @@ def logged(run_dir):
     return {tag: read_scalars(str(run_dir), tag) for tag in tags if tag != "charts/SPS"}
 
 
-def run_both_ways(script, tmp_path):
+def run_both_ways(script, tmp_path, fork_script):
     """A default-flags run and the file copied alone (videos, checkpoint, evaluation, W&B offline), one of them
     stepping the envs through envpool's XLA interface and the other on the host (--no-xla-env)."""
     # the scan variant films through its XLA program's host callback, the other through the host stepping
@@ -284,7 +284,7 @@ def run_both_ways(script, tmp_path):
     default_flags = [] if script == SCRIPTS[0] else ["--no-xla-env"]
     workdir = tmp_path / "default"
     workdir.mkdir()
-    result = run_script(script, *TINY, *default_flags, cwd=workdir)
+    result = fork_script(script, *TINY, *default_flags, cwd=workdir, timeout=600)
     check_ok(result)
     return only_run_dir(workdir), result.stdout, run_copied_alone(script, *TINY, *alone_flags, tmp_path=tmp_path)
 

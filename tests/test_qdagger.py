@@ -252,10 +252,10 @@ def test_every_phase_runs_and_logs_its_tags(teacher_path, workdir):
         (["--teacher-steps", 0, "--offline-steps", 0, "--train-frequency", 4], "global_step 4"),
     ],
 )
-def test_non_finite_loss_stops_the_run_with_its_step(teacher_path, phase_flags, where, workdir):
+def test_non_finite_loss_stops_the_run_with_its_step(teacher_path, phase_flags, where, workdir, fork_script):
     # Q-values divided by a temperature of 1e-45 overflow float32: the distillation loss is NaN at once
     flags = ["--teacher-model-path", teacher_path, *TINY, *phase_flags, "--temperature", 1e-45]
-    result = run_script(SCRIPT, *flags, cwd=workdir)
+    result = fork_script(SCRIPT, *flags, cwd=workdir, timeout=600)
     assert result.returncode == 1, result.stderr
     assert f"{SCRIPT}: non-finite loss at {where}; stopping" in result.stderr.splitlines()
     assert only_run_dir(workdir).exists()  # what was logged so far is kept

@@ -16,7 +16,7 @@ import torch
 
 from budgets import QDAGGER_TINY as TINY
 from cleanrl_utils.report import read_scalars
-from conftest import check_ok, check_refused, load_script, only_run_dir, run_copied_alone, run_script, script_env
+from conftest import check_ok, check_refused, load_script, only_run_dir, run_copied_alone, script_env
 
 SCRIPT = "qdagger_dqn_atari_jax_impalacnn.py"
 ENV = "BreakoutNoFrameskip-v4"
@@ -316,8 +316,8 @@ ONLINE_TAGS = [
 ]
 
 
-def test_every_phase_runs_and_logs_its_tags(jax_teacher_path, tmp_path):
-    result = run_script(SCRIPT, "--teacher-model-path", jax_teacher_path, *TINY, "--num-envs", 2, cwd=tmp_path)
+def test_every_phase_runs_and_logs_its_tags(jax_teacher_path, tmp_path, fork_script):
+    result = fork_script(SCRIPT, "--teacher-model-path", jax_teacher_path, *TINY, "--num-envs", 2, cwd=tmp_path, timeout=600)
     check_ok(result)
     assert "mean episodic return" in result.stdout and "teacher_step=64" in result.stdout
     assert "offline_step=10" in result.stdout and "global_step=600" in result.stdout
@@ -346,10 +346,12 @@ def test_copied_alone_with_video_checkpoint_and_wandb(saved_jax_teacher_path, tm
     assert checkpoint["args"]["teacher_model_path"] == str(saved_jax_teacher_path)
 
 
-def test_non_finite_loss_stops_the_run_at_its_first_step(jax_teacher_path, tmp_path):
+def test_non_finite_loss_stops_the_run_at_its_first_step(jax_teacher_path, tmp_path, fork_script):
     # Q-values divided by a temperature of 1e-45 overflow float32: the distillation loss is NaN at once
     flags = ["--teacher-model-path", jax_teacher_path, *TINY, "--teacher-steps", 0, "--offline-steps", 0]
-    result = run_script(SCRIPT, *flags, "--train-frequency", 4, "--total-timesteps", 200, "--temperature", 1e-45, cwd=tmp_path)
+    result = fork_script(
+        SCRIPT, *flags, "--train-frequency", 4, "--total-timesteps", 200, "--temperature", 1e-45, cwd=tmp_path, timeout=600
+    )
     assert result.returncode == 1, result.stderr
     # found at the logging cadence (step 100), named by the first update's step
     assert f"{SCRIPT}: non-finite loss at global_step 4; stopping" in result.stderr.splitlines()

@@ -8,7 +8,7 @@ import torch
 from torch.distributions.normal import Normal
 
 from cleanrl_utils.report import read_scalars
-from conftest import PPO_TAGS, check_ok, load_script, only_run_dir, run_script
+from conftest import PPO_TAGS, check_ok, load_script, only_run_dir
 
 rpo = load_script("rpo_continuous_action")
 
@@ -95,8 +95,8 @@ def test_rollout_samples_from_the_unperturbed_policy():
     torch.testing.assert_close(logprob, probs.log_prob(action).sum(1))
 
 
-def test_default_flags_log_the_ppo_tags(workdir):
-    result = run_script("rpo_continuous_action.py", *TINY, cwd=workdir)
+def test_default_flags_log_the_ppo_tags(workdir, fork_script):
+    result = fork_script("rpo_continuous_action.py", *TINY, cwd=workdir, timeout=600)
     check_ok(result)
     assert "global_step=" in result.stdout and "SPS=" in result.stdout
     run_dir = only_run_dir(workdir)
@@ -106,12 +106,12 @@ def test_default_flags_log_the_ppo_tags(workdir):
         assert len(read_scalars(str(run_dir), tag)[0]) == 2, tag
 
 
-def test_alpha_0_logs_exactly_what_ppo_continuous_action_logs(tmp_path):
+def test_alpha_0_logs_exactly_what_ppo_continuous_action_logs(tmp_path, fork_script):
     logged = {}
     for script, flags in [("ppo_continuous_action.py", []), ("rpo_continuous_action.py", ["--rpo-alpha", 0])]:
         cwd = tmp_path / script
         cwd.mkdir()
-        check_ok(run_script(script, *TINY, "--env-id", "Hopper-v5", *flags, cwd=cwd))
+        check_ok(fork_script(script, *TINY, "--env-id", "Hopper-v5", *flags, cwd=cwd, timeout=600))
         run_dir = only_run_dir(cwd)
         # every learning scalar, not the wall-clock speed
         tags = [tag for tag in PPO_TAGS if tag != "charts/SPS"] + ["charts/episodic_return"]
@@ -123,9 +123,9 @@ def test_alpha_0_logs_exactly_what_ppo_continuous_action_logs(tmp_path):
         np.testing.assert_array_equal(rpo_values, values, err_msg=tag)
 
 
-def test_saved_model_keeps_rpo_alpha_and_evaluates(workdir):
+def test_saved_model_keeps_rpo_alpha_and_evaluates(workdir, fork_script):
     flags = ["--env-id", "InvertedPendulum-v5", "--rpo-alpha", 0.25, "--save-model"]
-    check_ok(run_script("rpo_continuous_action.py", *TINY, *flags, cwd=workdir))
+    check_ok(fork_script("rpo_continuous_action.py", *TINY, *flags, cwd=workdir, timeout=600))
     run_dir = only_run_dir(workdir)
     model_path = run_dir / "rpo_continuous_action.cleanrl_model"
     checkpoint = torch.load(model_path, map_location="cpu", weights_only=True)

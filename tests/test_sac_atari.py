@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from cleanrl_utils.report import read_scalars
-from conftest import check_ok, check_refused, load_script, only_run_dir, run_script
+from conftest import check_ok, check_refused, load_script, only_run_dir
 
 SCRIPT = "sac_atari.py"
 # 300 random steps first: with seed 1 the first Breakout game ends at env step 291, so an episode is
@@ -139,8 +139,8 @@ def test_steps_crossed_counts_cadences_whatever_the_vector_step(sac):
 # ---------------------------------------------------------------- the script as a user runs it
 
 
-def test_default_flags(workdir):
-    result = run_script(SCRIPT, *TINY, cwd=workdir)
+def test_default_flags(workdir, fork_script):
+    result = fork_script(SCRIPT, *TINY, cwd=workdir, timeout=600)
     check_ok(result)
     assert "global_step=400, " in result.stdout and "SPS=" in result.stdout
     assert "replay buffer: 1000 frames " in result.stdout and "GiB when full" in result.stdout
@@ -155,9 +155,9 @@ def test_default_flags(workdir):
     assert not (workdir / "videos").exists()
 
 
-def test_two_envs_and_a_fixed_temperature(workdir):
+def test_two_envs_and_a_fixed_temperature(workdir, fork_script):
     # 100 env steps past learning_starts, two at a time: still 100 updates, one logging point
-    result = run_script(SCRIPT, *TINY, "--num-envs", 2, "--no-autotune", "--alpha", 0.1, cwd=workdir)
+    result = fork_script(SCRIPT, *TINY, "--num-envs", 2, "--no-autotune", "--alpha", 0.1, cwd=workdir, timeout=600)
     check_ok(result)
     run_dir = only_run_dir(workdir)
     for tag in LOSS_TAGS:
@@ -169,9 +169,9 @@ def test_two_envs_and_a_fixed_temperature(workdir):
     assert len(read_scalars(str(run_dir), "charts/episodic_return")[0]) >= 1
 
 
-def test_non_finite_loss_stops_the_run_with_its_step(workdir):
+def test_non_finite_loss_stops_the_run_with_its_step(workdir, fork_script):
     # the largest learning rate Adam accepts blows the critics' weights, then their values, past float32
-    result = run_script(SCRIPT, *TINY, "--q-lr", 3e37, cwd=workdir)
+    result = fork_script(SCRIPT, *TINY, "--q-lr", 3e37, cwd=workdir, timeout=600)
     assert result.returncode == 1, result.stderr
     (line,) = [x for x in result.stderr.splitlines() if "non-finite loss" in x]
     assert line.startswith("sac_atari.py: non-finite loss at global_step ") and line.endswith("; stopping")

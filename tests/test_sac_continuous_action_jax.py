@@ -146,8 +146,8 @@ def test_actor_with_the_twins_weights_gives_its_outputs_sample_and_log_prob(monk
     assert (np.asarray(action) >= LOW).all() and (np.asarray(action) <= HIGH).all()
 
 
-def test_default_flags(workdir):
-    result = run_script(SCRIPT, *TINY, cwd=workdir)
+def test_default_flags(workdir, fork_script):
+    result = fork_script(SCRIPT, *TINY, cwd=workdir, timeout=600)
     check_ok(result)
     assert "global_step=" in result.stdout and "SPS=" in result.stdout
     run_dir = only_run_dir(workdir)

@@ -105,8 +105,8 @@ def test_networks_with_the_twins_weights_give_its_outputs():
     np.testing.assert_allclose(j_q, expected_q, rtol=1e-5, atol=1e-5)
 
 
-def test_default_flags(workdir):
-    result = run_script(SCRIPT, *TINY, cwd=workdir)
+def test_default_flags(workdir, fork_script):
+    result = fork_script(SCRIPT, *TINY, cwd=workdir, timeout=600)
     check_ok(result)
     assert "global_step=" in result.stdout and "SPS=" in result.stdout
     run_dir = only_run_dir(workdir)
