@@ -289,8 +289,8 @@ def run_both_ways(script, tmp_path, fork_script):
     return only_run_dir(workdir), result.stdout, run_copied_alone(script, *TINY, *alone_flags, tmp_path=tmp_path)
 
 
-def test_default_and_copied_alone_runs(script, tmp_path):
-    run_dir, stdout, (alone_dir, checkpoint, _) = run_both_ways(script, tmp_path)
+def test_default_and_copied_alone_runs(script, tmp_path, fork_script):
+    run_dir, stdout, (alone_dir, checkpoint, _) = run_both_ways(script, tmp_path, fork_script)
 
     # the default flags log each tag once per iteration
     assert "global_step=" in stdout and "SPS=" in stdout and "time limit 20 agent steps" in stdout
