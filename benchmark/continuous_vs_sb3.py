@@ -52,6 +52,7 @@ import json, sys, time
 import gymnasium as gym
 import numpy as np
 from stable_baselines3 import DDPG, SAC, TD3
+from stable_baselines3.common.logger import Logger
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.noise import NormalActionNoise
 
@@ -81,6 +82,7 @@ elif algo == "td3":
 else:
     model = DDPG("MlpPolicy", env, learning_rate=3e-4, learning_starts=25_000, action_noise=noise, **common)
     model.policy_delay = 2  # CleanRL's DDPG delays its actor like TD3; SB3's constructor fixes 1
+model.set_logger(Logger(folder=None, output_formats=[]))  # SB3's default logger makes a /tmp/SB3-* folder per run
 start = time.time()
 model.learn(total_timesteps=total_timesteps)
 elapsed = time.time() - start
