@@ -9,10 +9,8 @@ import sys
 
 import pytest
 
+from cleanrl_utils import docs_reference
 from conftest import REPO, SCRIPTS, script_env
-
-sys.path.insert(0, str(REPO))
-from cleanrl_utils import docs_reference  # noqa: E402
 
 ALGORITHM_PAGES = sorted((REPO / "docs" / "algorithms").glob("*.md"))
 SCRIPT_NAMES = sorted(p.name for p in SCRIPTS.glob("*.py") if p.name != "__init__.py")
