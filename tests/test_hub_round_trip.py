@@ -1,13 +1,15 @@
-"""The Hugging Face round trip of every script that saves a model: `--save-model --upload-model` pushes the
-run to a Hub, and `cleanrl_utils.enjoy --hf-repository` downloads and evaluates it. The Hub is a local
-stand-in (tests/hub_standin.py) reached through the real huggingface_hub client via HF_ENDPOINT. The retry,
-exit-1 and refusal paths, written the same in every script, are tested on ppo.py.
+"""The Hugging Face Hub upload: one module, `cleanrl_utils/huggingface.py`, that every script imports only under
+`--upload-model`. The Hub is a local stand-in (tests/hub_standin.py) reached through the real huggingface_hub client via
+HF_ENDPOINT.
 
-In CI the whole round trip (train, upload, enjoy) runs for one script per family (FAMILY); every script's
-own copy of `push_to_hub` and `model_card` is called directly against the stand-in (seconds each), and
-its `__main__` is checked to upload last. `pytest -m hub_all` runs the whole round trip for the others."""
+The module is tested directly (its push of a made-up run for a torch and a JAX script, its model card, retries and
+refusals); each script is checked to call it with its algorithm's name, last, after its evaluation; the whole round
+trip (train, upload, `cleanrl_utils.enjoy --hf-repository`) runs in CI for one torch and one JAX script (FAMILY), and for
+every other script with `pytest -m hub_all`. A script copied alone refuses `--upload-model` in one line."""
 
 import json
+import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -24,10 +26,10 @@ from hub_standin import HubStandIn
 
 UPLOAD = [*TINY["ppo.py"], "--save-model", "--upload-model"]
 REPO_ID = "standin-user/CartPole-v1-ppo-seed1"  # the token's user (whoami), CleanRL's repository name
-PUSHERS = sorted(p.name for p in SCRIPTS.glob("*.py") if "\ndef push_to_hub(" in p.read_text())
+PUSHERS = sorted(p.name for p in SCRIPTS.glob("*.py") if "hub.push_to_hub(" in p.read_text())
 QDAGGER = "qdagger_dqn_atari_impalacnn.py"
 QDAGGER_JAX = "qdagger_dqn_atari_jax_impalacnn.py"
-FAMILY = ["ppo.py", "dqn.py", "sac_continuous_action.py", "ppo_atari.py"]  # round trip in CI
+FAMILY = ["ppo.py", "dqn_jax.py"]  # the whole round trip in CI: a torch and a JAX checkpoint
 # the name the model card gives each script's algorithm (its model-index name and title)
 ALGORITHM = {
     "ppo.py": "PPO",
@@ -151,25 +153,24 @@ def test_upload_pushes_the_run_and_enjoy_evaluates_it_from_the_hub(script, hub, 
     assert ("GET", f"/{repo_id}/resolve/main/{checkpoint_name}") in hub.requests
 
 
-# Calls the script's own push_to_hub on a made-up run: its default Args, a checkpoint, an events file and
-# two evaluation videos of known bytes; prints the repository url and the card.
+# Calls cleanrl_utils.huggingface.push_to_hub for a script on a made-up run: the script's default Args, a checkpoint,
+# an events file and two evaluation videos of known bytes; prints the repository url and the args.
 DIRECT_PUSH = textwrap.dedent(
     """
-    import importlib.util, json, os, sys
-    path, run_name = sys.argv[1], sys.argv[2]
+    import importlib.util, json, sys
+    from cleanrl_utils.huggingface import push_to_hub
+    path, run_name, algorithm = sys.argv[1], sys.argv[2], sys.argv[3]
     spec = importlib.util.spec_from_file_location("script", path)
     script = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(script)
     args = script.Args()
-    url = script.push_to_hub(args, run_name, [1.0, 2.0, 4.0])
+    url = push_to_hub(args, run_name, [1.0, 2.0, 4.0], path, algorithm, "what it stands for")
     print(json.dumps({"url": url, "exp_name": args.exp_name, "env_id": args.env_id, "args": vars(args)}))
     """
 )
 
 
-@pytest.mark.parametrize("script", PUSHERS)
-def test_each_scripts_own_push_to_hub_pushes_a_run(script, hub, workdir, tmp_path, fork_script):
-    exp_name = script[: -len(".py")]
+def made_up_run(workdir, exp_name):
     run_name = f"Env__{exp_name}__1__100"
     run_dir = workdir / "runs" / run_name
     run_dir.mkdir(parents=True)
@@ -179,12 +180,20 @@ def test_each_scripts_own_push_to_hub_pushes_a_run(script, hub, workdir, tmp_pat
     videos.mkdir(parents=True)
     (videos / "rl-video-episode-1.mp4").write_bytes(b"episode 1")
     (videos / "rl-video-episode-8.mp4").write_bytes(b"episode 8")  # the last recorded one, by number
+    return run_name, run_dir
+
+
+@pytest.mark.parametrize("script", ["dqn.py", "sac_continuous_action_jax.py"])
+def test_push_to_hub_pushes_a_run_in_one_commit_with_its_card(script, hub, workdir, tmp_path, fork_script):
+    exp_name = script[: -len(".py")]
+    run_name, run_dir = made_up_run(workdir, exp_name)
     env = hub_env(hub.endpoint, tmp_path / "hf_home")
     unset = [k for k in script_env() if k not in env]  # the HF_* settings of the shell running the tests
     direct_push = tmp_path / "direct_push.py"
     direct_push.write_text(DIRECT_PUSH)
-    result = fork_script(direct_push, SCRIPTS / script, run_name, cwd=workdir, env=env, unset=unset, timeout=300)
+    result = fork_script(direct_push, SCRIPTS / script, run_name, ALGORITHM[script], cwd=workdir, env=env, unset=unset)
     check_ok(result)
+    assert result.stdout.splitlines()[0].startswith("model uploaded to http://127.0.0.1:")
     pushed = json.loads(result.stdout.strip().splitlines()[-1])
     env_id = pushed["env_id"]
     repo_id = f"standin-user/{env_id.replace('/', '-')}-{exp_name}-seed1"
@@ -199,10 +208,15 @@ def test_each_scripts_own_push_to_hub_pushes_a_run(script, hub, workdir, tmp_pat
     assert card == (run_dir / "README.md").read_text()
     algorithm = ALGORITHM[script]
     assert f"- name: {algorithm}\n" in card and f"# {algorithm} agent playing {env_id}\n" in card
-    assert "2.33 ± 1.25" in card  # mean ± std of the returns given
+    assert f"A {algorithm} (what it stands for) agent trained on `{env_id}`" in card
+    assert "2.33 ± 1.25" in card and "value: 2.33 +/- 1.25" in card  # mean ± std of the returns given
     assert all(f"| {key} | {value} |" in card for key, value in pushed["args"].items())
     assert f"python -m cleanrl_utils.enjoy --exp-name {exp_name} --hf-repository {repo_id}" in card
+    framework = "| jax | flax | optax | gymnasium |" if "_jax" in script else "| torch | gymnasium |"
+    assert framework in card.replace("python | ", "")
+    assert ("msgpack_restore" in card) == ("_jax" in script) and ("weights_only=True" in card) != ("_jax" in script)
     assert table_shapes_agree(card)
+    assert hub.commit_attempts == 1
 
 
 def table_shapes_agree(markdown):
@@ -217,15 +231,50 @@ def table_shapes_agree(markdown):
     return tables != [] and all(len(set(t)) == 1 for t in tables)
 
 
+def test_scripts_hold_no_hub_code_and_import_the_module_only_under_the_flag():
+    for path in SCRIPTS.glob("*.py"):
+        text = path.read_text()
+        assert not re.search(r"def push_to_hub|def model_card|HfApi\(|CommitOperationAdd", text), path.name
+        # never imported at the top: a copied script must run every other flag without cleanrl_utils
+        assert not re.search(r"^(from|import) cleanrl_utils", text, re.M), path.name
+
+
 @pytest.mark.parametrize("script", PUSHERS)
-def test_each_script_uploads_last_with_its_evaluation(script):
-    """The upload comes after the writer is closed and W&B finished, with the returns of the evaluation."""
+def test_each_script_uploads_last_with_its_evaluation_and_name(script):
+    """The upload comes after the writer is closed and W&B finished, with the returns of the evaluation, and names
+    the script's algorithm."""
     main = (SCRIPTS / script).read_text().split('\nif __name__ == "__main__":', 1)[1]
     closed, finished = main.rindex("writer.close()"), main.rindex("wandb.finish()")
-    upload = main.index("repo_url = push_to_hub(args, run_name, episodic_returns)")
+    upload = main.index(f'hub.push_to_hub(args, run_name, episodic_returns, __file__, "{ALGORITHM[script]}", ')
     assert closed < finished < upload
     assert main.index("episodic_returns = evaluate(") < upload
     assert "if args.upload_model:  # last" in main
+    # the start-up check comes before anything is made
+    assert main.index("hub.upload_error(args)") < main.index("SummaryWriter(")
+
+
+def test_a_copied_script_refuses_upload_model_naming_what_to_install(tmp_path):
+    """Copied alone to a machine without the cleanrl repository, --upload-model stops at start: exit 2, one line."""
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    shutil.copy(SCRIPTS / "dqn.py", alone / "dqn.py")
+    hide = tmp_path / "hide"  # drops the editable install's finder, so cleanrl_utils cannot be found
+    hide.mkdir()
+    (hide / "sitecustomize.py").write_text(
+        "import sys\nsys.meta_path[:] = [f for f in sys.meta_path if 'editable' not in getattr(f, '__module__', '')]\n"
+    )
+    env = script_env() | {"PYTHONPATH": str(hide), "HF_TOKEN": "fake"}
+    result = run_script(alone / "dqn.py", *TINY["dqn.py"], "--save-model", "--upload-model", cwd=alone, env=env)
+    check_refused_in(result, "dqn.py", "--upload-model needs cleanrl_utils (pip install -e . in a cleanrl clone)")
+    assert sorted(p.name for p in alone.iterdir()) == ["dqn.py"]
+    # the same copy runs its other flags there
+    check_ok(run_script(alone / "dqn.py", *TINY["dqn.py"], cwd=alone, env=env))
+
+
+def check_refused_in(result, script, message):
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0] == f"{script}: {message}", result.stderr
 
 
 def test_a_transient_commit_failure_is_retried(hub, workdir, tmp_path):
