@@ -1,26 +1,17 @@
 # Categorical DQN (C51) for Discrete actions on vector observations (classic control): the JAX version of c51.py.
-# Paper: Bellemare, Dabney & Munos 2017, "A Distributional Perspective on Reinforcement Learning"
-# (ICML, arXiv:1707.06887). The Q-network predicts, for every action, a probability mass over
-# `n_atoms` fixed returns evenly spaced on [v_min, v_max]; the target distribution r + γ Z(s', a*)
-# is projected back onto that support and the network is trained by cross-entropy against it.
-# Defaults are CleanRL's published classic-control ones (101 atoms on [-100, 100], 10k replay
-# buffer, batch 128, Adam lr 2.5e-4 with eps 0.01 / batch, hard target copy every 500 steps,
-# ε 1 → 0.05 over half the run, learning starts at 10k, a gradient step every 10 env steps,
-# a 120-84 ReLU MLP).
-# Deliberate differences from the paper: the classic-control support and network above instead
-# of the Atari ones (51 atoms on [-10, 10], Nature CNN); an episode cut by a time limit is not
-# terminal: its transition stores the true final observation as next_obs and bootstraps from it.
+# Paper: Bellemare, Dabney & Munos 2017, "A Distributional Perspective on Reinforcement Learning" (ICML).
+# The Q-network predicts, per action, a probability mass over `n_atoms` fixed returns on [v_min, v_max]; the target
+# r + γ Z(s', a*) is projected back onto that support and learnt by cross-entropy. CleanRL's published classic-control
+# defaults (101 atoms on [-100, 100], a 120-84 MLP instead of the paper's Atari setting). An episode cut by a time
+# limit is not terminal: its transition stores the true final observation as next_obs and bootstraps from it.
 # Evaluation acts ε-greedily with ε = 0.05.
-# Only the framework differs from c51.py: Flax/Optax instead of PyTorch, each gradient step one jitted
-# function. Flax's default initialisation (LeCun-normal weights, zero biases) replaces torch's uniform
-# one. The checkpoint is a flax msgpack file, not a torch one; it holds no support (atoms), which
-# evaluation rebuilds from the saved args.
-import hashlib
+# Only the framework differs from c51.py: Flax/Optax, jitted steps, Flax's default initialisation, a msgpack checkpoint.
+import functools
+import glob
+import importlib.util
 import os
-import platform
 import random
 import re
-import shlex
 import sys
 import time
 from collections import deque
@@ -29,14 +20,16 @@ from typing import Optional
 
 import flax
 import flax.linen as nn
-import flax.serialization
 import gymnasium as gym
 import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+import tyro
 from flax.training.train_state import TrainState
 from torch.utils.tensorboard import SummaryWriter
+
+SCRIPT = os.path.basename(__file__)
 
 
 @dataclass
@@ -56,8 +49,7 @@ class Args:
     save_model: bool = False
     """whether to save the model into `runs/{run_name}` and evaluate it for 10 episodes"""
     upload_model: bool = False
-    """whether to push the saved model, its model card, videos, logs and this script to the Hugging Face Hub
-    (needs --save-model and a token: `hf auth login` or HF_TOKEN; HF_ENDPOINT picks another Hub)"""
+    """whether to push the saved model, card, video, logs and script to the Hugging Face Hub (needs --save-model)"""
     hf_entity: str = ""
     """the user or org of the Hub repository `{hf_entity}/{env_id}-{exp_name}-seed{seed}` (default: the token's user)"""
 
@@ -95,26 +87,16 @@ class Args:
     """the frequency of training (env steps per gradient step)"""
 
 
-def make_env(env_id, idx, capture_video, run_name):
-    def thunk():
-        if capture_video and idx == 0:
-            env = gym.make(env_id, render_mode="rgb_array")
-            env = gym.wrappers.RecordVideo(env, f"videos/{run_name}")
-        else:
-            env = gym.make(env_id)
-        env = gym.wrappers.RecordEpisodeStatistics(env)
-        return env
+def make_env(env_id, num_envs, capture_video, run_name):
+    """`num_envs` copies of the env; SAME_STEP autoreset: an ended sub-env resets in the same `step` (last obs: final_obs)"""
 
-    return thunk
+    def thunk(idx):
+        env = gym.make(env_id, render_mode="rgb_array" if capture_video and idx == 0 else None)
+        env = gym.wrappers.RecordVideo(env, f"videos/{run_name}") if capture_video and idx == 0 else env
+        return gym.wrappers.RecordEpisodeStatistics(env)
 
-
-def make_vector_env(env_id, num_envs, capture_video, run_name):
-    # SAME_STEP autoreset: a finished sub-env is reset inside the same `step` call, and its true last
-    # observation comes back in `info["final_obs"]`, so every stored transition is a real one.
-    return gym.vector.SyncVectorEnv(
-        [make_env(env_id, i, capture_video, run_name) for i in range(num_envs)],
-        autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
-    )
+    envs = [functools.partial(thunk, i) for i in range(num_envs)]
+    return gym.vector.SyncVectorEnv(envs, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
 
 
 class QNetwork(nn.Module):
@@ -123,21 +105,11 @@ class QNetwork(nn.Module):
     v_min: float = -100.0
     v_max: float = 100.0
 
-    def setup(self):
-        # the input size comes from the observation `init` is given
-        self.network = nn.Sequential(
-            [
-                nn.Dense(120),
-                nn.relu,
-                nn.Dense(84),
-                nn.relu,
-                nn.Dense(self.n_actions * self.n_atoms),
-            ]
-        )
+    def setup(self):  # the input size comes from the observation `init` is given
+        self.network = nn.Sequential([nn.Dense(120), nn.relu, nn.Dense(84), nn.relu, nn.Dense(self.n_actions * self.n_atoms)])
 
     @property
-    def atoms(self):
-        """The support, (n_atoms,): a constant of the module's fields, not a parameter."""
+    def atoms(self):  # the support: a constant of the module's fields, not a parameter
         return jnp.linspace(self.v_min, self.v_max, self.n_atoms, dtype=jnp.float32)
 
     def __call__(self, x):
@@ -145,129 +117,60 @@ class QNetwork(nn.Module):
 
     def get_action(self, x, action=None):
         """The greedy action (or `action` when given) and its return distribution, (B,) and (B, n_atoms)."""
-        logits = self.network(x).reshape(len(x), self.n_actions, self.n_atoms)
-        pmfs = jax.nn.softmax(logits, axis=2)
+        pmfs = jax.nn.softmax(self.network(x).reshape(len(x), self.n_actions, self.n_atoms), axis=2)
         if action is None:
-            q_values = (pmfs * self.atoms).sum(2)
-            action = jnp.argmax(q_values, axis=1)
+            action = jnp.argmax((pmfs * self.atoms).sum(2), axis=1)
         return action, pmfs[jnp.arange(len(x)), action]
 
 
 class QNetworkState(TrainState):
-    """The Q-network's parameters and optimiser state, with the target network's parameters alongside."""
-
     target_params: flax.core.FrozenDict
 
 
 class ReplayBuffer:
-    """A circular buffer of the last `buffer_size` transitions (obs, action, reward, next_obs, done).
-
-    `next_obs` is the observation the action led to: at a time-limit truncation it is the episode's
-    true final observation (not the next episode's first), and `done` is the termination flag only,
-    so truncated transitions still bootstrap. Every stored slot is a whole transition, so any filled
-    slot may be sampled.
-    """
+    """The last `buffer_size` transitions. `next_obs` is the state the action led to (at a time-limit truncation the
+    episode's true final observation) and `done` is termination only, so truncated transitions still bootstrap."""
 
     def __init__(self, buffer_size, obs_shape):
-        self.buffer_size = buffer_size
+        self.buffer_size, self.pos, self.size = buffer_size, 0, 0
         self.obs = np.zeros((buffer_size,) + obs_shape, dtype=np.float32)
         self.next_obs = np.zeros((buffer_size,) + obs_shape, dtype=np.float32)
         self.actions = np.zeros(buffer_size, dtype=np.int64)
         self.rewards = np.zeros(buffer_size, dtype=np.float32)
         self.dones = np.zeros(buffer_size, dtype=np.float32)
-        self.pos = 0
-        self.size = 0
 
     def add(self, obs, actions, rewards, terminations, truncations, next_obs, final_obs):
-        """Stores one vector step (arrays with a leading num_envs axis) taken from `obs`.
-
-        `next_obs` is what `envs.step` returned: where an episode ended it already starts the next
-        episode, so the true last observation `final_obs[i]` is stored instead.
-        """
+        # where an episode ended, next_obs already starts the next one: store the true last observation instead
         for i in range(len(actions)):
-            ended = terminations[i] or truncations[i]
-            self.obs[self.pos] = obs[i]
-            self.next_obs[self.pos] = final_obs[i] if ended else next_obs[i]
-            self.actions[self.pos] = actions[i]
-            self.rewards[self.pos] = rewards[i]
-            self.dones[self.pos] = terminations[i]
-            self.pos = (self.pos + 1) % self.buffer_size
+            self.next_obs[self.pos] = final_obs[i] if terminations[i] or truncations[i] else next_obs[i]
+            self.obs[self.pos], self.actions[self.pos], self.rewards[self.pos] = obs[i], actions[i], rewards[i]
+            self.dones[self.pos], self.pos = terminations[i], (self.pos + 1) % self.buffer_size
             self.size = min(self.size + 1, self.buffer_size)
 
     def sample(self, batch_size):
-        """`batch_size` transitions drawn uniformly (with replacement) as NumPy arrays (the jitted update moves them)."""
-        idx = np.random.randint(0, self.size, size=batch_size)
+        idx = np.random.randint(0, self.size, size=batch_size)  # uniform, with replacement
         return self.obs[idx], self.actions[idx], self.rewards[idx], self.next_obs[idx], self.dones[idx]
 
 
-def available_memory():
-    """Bytes of memory a new allocation can use (Linux MemAvailable, capped by a cgroup v2 memory
-    limit when the process runs in a container), or None where neither can be read."""
-    available = None
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    available = int(line.split()[1]) * 1024
-    except OSError:
-        return None
-    try:
-        with open("/sys/fs/cgroup/memory.max") as f:
-            limit = f.read().strip()
-        with open("/sys/fs/cgroup/memory.current") as f:
-            used = int(f.read())
-        if limit != "max" and available is not None:
-            available = min(available, int(limit) - used)
-    except (OSError, ValueError):
-        pass
-    return available
-
-
-def replay_memory_error(args, obs_shape, headroom=2**30):
-    """Why the replay buffer cannot fit in memory as one line (None when it fits or memory is unknown).
-
-    NumPy allocates the buffer lazily, so a buffer too large would only fail once it fills up;
-    `headroom` (bytes) is left for the networks and envs."""
-    obs_bytes = int(np.prod(obs_shape)) * 4  # float32
-    needed = args.buffer_size * (2 * obs_bytes + 8 + 4 + 4)
-    available = available_memory()
-    if available is not None and needed + headroom > available:
-        return (
-            f"the replay buffer needs {needed / 2**30:.1f} GiB (--buffer-size {args.buffer_size}) plus "
-            f"{headroom / 2**30:.0f} GiB for the rest, but only {available / 2**30:.1f} GiB of memory is available; "
-            "lower --buffer-size"
-        )
-    return None
-
-
 def epsilon_schedule(start_e, end_e, duration, t):
-    """ε at env step `t`: linear from `start_e` to `end_e` over `duration` steps, then `end_e`.
-
-    A zero duration (`--exploration-fraction 0`) means `end_e` from the first step.
-    """
-    if duration <= 0:
-        return end_e
-    return start_e + (end_e - start_e) * min(t / duration, 1.0)
+    """ε at env step `t`: linear from `start_e` to `end_e` over `duration` steps (0: `end_e` at once), then flat."""
+    return end_e if duration <= 0 else start_e + (end_e - start_e) * min(t / duration, 1.0)
 
 
 def project_distribution(next_pmfs, rewards, dones, gamma, atoms):
     """The categorical projection of r + γ (1 - done) Z' onto the support `atoms` (Algorithm 1 of the paper).
 
-    `next_pmfs` (B, n_atoms) is the target distribution of the next state's greedy action, `rewards`
-    and `dones` are (B,), `atoms` (n_atoms,) is evenly spaced and increasing. `dones` marks terminal
-    transitions only (all mass then sits at the projection of the reward); a truncated transition
-    bootstraps from its true final observation. Each shifted atom is clamped to [v_min, v_max] and
-    its mass split between the two support points around it in proportion to closeness; an atom
-    that lands exactly on a support point gives it all of its mass. Returns (B, n_atoms) pmfs.
+    `next_pmfs` (B, n_atoms) is the target distribution of the next state's greedy action, `rewards` and `dones`
+    (termination only, so truncations bootstrap) are (B,), `atoms` (n_atoms,) is evenly spaced and increasing. Each
+    shifted atom is clamped to [v_min, v_max] and its mass split between its two neighbours on the support by
+    closeness; one landing exactly on a support point gives it all its mass. Returns (B, n_atoms) pmfs.
     """
     n_atoms = atoms.shape[0]
     v_min, v_max = atoms[0], atoms[-1]
     delta_z = (v_max - v_min) / (n_atoms - 1)
     target_atoms = rewards[:, None] + gamma * (1.0 - dones[:, None]) * atoms[None, :]
-    # position on the support in units of delta_z, in [0, n_atoms - 1]
-    b = jnp.clip((jnp.clip(target_atoms, v_min, v_max) - v_min) / delta_z, 0, n_atoms - 1)
-    # the upper neighbour is always lower + 1 (clamped at the top), so an integer b puts weight 1 on
-    # `lower` instead of weight 0 on both neighbours
+    b = jnp.clip((jnp.clip(target_atoms, v_min, v_max) - v_min) / delta_z, 0, n_atoms - 1)  # in units of delta_z
+    # upper is always lower + 1 (clamped at the top), so an integer b puts weight 1 on `lower`, not 0 on both
     lower = jnp.floor(b).astype(jnp.int32)
     upper = jnp.minimum(lower + 1, n_atoms - 1)
     upper_weight = b - lower
@@ -279,255 +182,56 @@ def project_distribution(next_pmfs, rewards, dones, gamma, atoms):
 
 
 def steps_crossed(previous_step, step, every):
-    """How many multiples of `every` lie in (previous_step, step]: the updates a cadence owes
-    after a vector step took `global_step` from `previous_step` to `step`."""
+    """Multiples of `every` in (previous_step, step]: the updates a cadence owes after one vector step."""
     return step // every - previous_step // every
 
 
-def space_error(args, observation_space, action_space):
-    """What the script cannot handle about the env's spaces, as one line, or None."""
-    script = os.path.basename(__file__)
-    if not isinstance(action_space, gym.spaces.Discrete):
-        return f"{script} supports Discrete action spaces; {args.env_id} has {action_space}"
-    if not isinstance(observation_space, gym.spaces.Box) or len(observation_space.shape) != 1:
-        return f"{script} supports 1-D Box observations; {args.env_id} has {observation_space}"
-    return None
+def validation_error(args, env):
+    """The first reason this command line cannot run on `env`, as one line, or None (script contract §3)."""
+    obs_shape = getattr(env.observation_space, "shape", None) or ()
+    memory = args.buffer_size * (8 * int(np.prod(obs_shape)) + 16)  # obs and next_obs in float32, action, reward, done
+    sizes = ("num_envs", "buffer_size", "batch_size", "train_frequency", "target_network_frequency")
+    checks = [
+        (not isinstance(env.action_space, gym.spaces.Discrete),
+         f"{args.env_id} has {env.action_space} actions; {SCRIPT} supports Discrete ones"),
+        (not isinstance(env.observation_space, gym.spaces.Box) or len(obs_shape) != 1,
+         f"{args.env_id} has {env.observation_space} observations; {SCRIPT} supports 1-D Box ones"),
+        (min(getattr(args, k) for k in sizes) < 1, f"--{', --'.join(k.replace('_', '-') for k in sizes)} must be at least 1"),
+        (args.n_atoms < 2, f"--n-atoms must be at least 2 (a support needs two ends), got {args.n_atoms}"),
+        (not args.v_min < args.v_max, f"--v-min {args.v_min} must be below --v-max {args.v_max}"),
+        (memory > os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"),
+         f"the replay buffer needs {memory / 2**30:.1f} GiB, more than this machine's memory; lower --buffer-size"),
+        (not all(0 <= getattr(args, k) <= 1 for k in ("gamma", "start_e", "end_e", "exploration_fraction")),
+         "--gamma, --start-e, --end-e and --exploration-fraction must be in [0, 1]"),
+        (not 0 < args.learning_rate < 3.4e37,  # Adam's first step divides it by 0.1 in float32
+         f"--learning-rate must be positive and finite in float32, got {args.learning_rate}"),
+        (not 0 <= args.seed < 2**32, f"--seed must be in [0, 2**32 - 1], got {args.seed}"),
+        (not re.fullmatch(r"[\w.-]{1,150}", args.exp_name) or "__" in args.exp_name,
+         f"--exp-name {args.exp_name!r} must be a folder name: up to 150 letters, digits, '.', '-' and single '_'"),
+        (args.capture_video and not importlib.util.find_spec("moviepy"), "--capture-video needs moviepy: pip install moviepy"),
+    ]  # fmt: skip
+    return next((message for failed, message in checks if failed), None)
 
 
-def validation_error(args):
-    """The first problem with the command-line values as one line, or None when all is well."""
-    if not 0 <= args.seed < 2**32:
-        return f"--seed must be in [0, 2**32 - 1], got {args.seed}"
-    if "/" in args.exp_name or "__" in args.exp_name or not args.exp_name:
-        return f"--exp-name {args.exp_name!r} must be non-empty, without '/' or '__' (they split run names)"
-    run_name_bytes = len(f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}".encode())
-    if run_name_bytes > 255:
-        return f"the run name would be {run_name_bytes} bytes, more than a folder name can hold (255); shorten --exp-name"
-    for name in ("num_envs", "buffer_size", "batch_size", "train_frequency", "target_network_frequency"):
-        if getattr(args, name) < 1:
-            return f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}"
-    if args.n_atoms < 2:
-        return f"--n-atoms must be at least 2 (a support needs two ends), got {args.n_atoms}"
-    if args.buffer_size < args.batch_size:
-        return f"--buffer-size {args.buffer_size} is smaller than one batch (--batch-size {args.batch_size})"
-    if args.learning_starts < 0:
-        return f"--learning-starts must be at least 0, got {args.learning_starts}"
-    run_steps = args.total_timesteps // args.num_envs * args.num_envs  # whole vector steps
-    if run_steps // args.train_frequency <= args.learning_starts // args.train_frequency:
-        return (
-            f"--total-timesteps {args.total_timesteps} does not exceed --learning-starts {args.learning_starts} "
-            f"by a gradient step (one every --train-frequency {args.train_frequency} env steps), so no update would run"
-        )
-    for name in ("gamma", "start_e", "end_e", "exploration_fraction"):
-        if not 0.0 <= getattr(args, name) <= 1.0:
-            return f"--{name.replace('_', '-')} must be in [0, 1], got {getattr(args, name)}"
-    float32_max = float(np.finfo(np.float32).max)  # the update computes in float32
-    # Adam's first step divides the learning rate by 1 - β1 = 0.1, in float32
-    if not 0.0 < args.learning_rate <= float32_max / 10:
-        return f"--learning-rate must be positive and at most {float32_max / 10:.1e} (Adam), got {args.learning_rate}"
-    for name in ("v_min", "v_max"):
-        if not -float32_max <= getattr(args, name) <= float32_max:
-            return f"--{name.replace('_', '-')} must be finite in float32, got {getattr(args, name)}"
-    if not np.float32(args.v_min) < np.float32(args.v_max):  # distinct in float32, so atoms are spaced apart
-        return f"--v-min {args.v_min} must be below --v-max {args.v_max}"
-    if args.v_max - args.v_min > float32_max:
-        return f"the support [--v-min {args.v_min}, --v-max {args.v_max}] is wider than float32 can hold"
-    if args.upload_model:
-        error = upload_error(args)
-        if error is not None:
-            return error
-    if args.capture_video:
-        try:
-            import moviepy  # noqa: F401
-        except ImportError:
-            return "--capture-video needs moviepy (pip install moviepy)"
-    return None
-
-
-def hf_repo_id(args, entity):
-    """The Hub repository a run is pushed to, CleanRL's naming: `{entity}/{env_id}-{exp_name}-seed{seed}`."""
-    return f"{entity}/{args.env_id.replace('/', '-')}-{args.exp_name}-seed{args.seed}"
-
-
-def upload_error(args):
-    """What stops --upload-model before the run starts, as one line, or None. No network call: the token
-    is only looked up where huggingface_hub keeps it (HF_TOKEN, then the file `hf auth login` writes)."""
-    if not args.save_model:
-        return "--upload-model pushes the saved model and its evaluation; add --save-model"
-    try:
-        from huggingface_hub import get_token
-        from huggingface_hub.utils import HFValidationError, validate_repo_id
-    except ImportError:
-        return "--upload-model needs huggingface_hub (pip install huggingface-hub)"
-    repo_id = hf_repo_id(args, args.hf_entity or "user")
-    try:
-        validate_repo_id(repo_id)
-    except HFValidationError:
-        return (
-            f"{repo_id!r} is not a valid Hub repository id: a name of letters, digits, -, _ and . (no '--' or '..', "
-            "no - or . at either end), 96 characters at most; change --hf-entity or --exp-name"
-        )
-    if get_token() is None:
-        return (
-            "--upload-model needs a Hugging Face token: run `hf auth login` "
-            "(older huggingface_hub: `huggingface-cli login`) or set HF_TOKEN"
-        )
-    return None
-
-
-def model_card(args, repo_id, episodic_returns, video):
-    """The README.md of the Hub repository: metadata for the Hub, the evaluation, how to use and reproduce."""
-    import huggingface_hub
-
-    script = os.path.basename(__file__)
-    with open(__file__, "rb") as f:
-        script_sha256 = hashlib.sha256(f.read()).hexdigest()
-    mean, std = float(np.mean(episodic_returns)), float(np.std(episodic_returns))
-    command = shlex.join(["python", script, *sys.argv[1:]])
-    hyperparameters = "\n".join(f"| {key} | {value} |" for key, value in vars(args).items())
-    versions = [platform.python_version(), jax.__version__, flax.__version__, optax.__version__, gym.__version__]
-    versions += [np.__version__, huggingface_hub.__version__]
-    return f"""---
-tags:
-- {args.env_id}
-- deep-reinforcement-learning
-- reinforcement-learning
-- custom-implementation
-library_name: cleanrl
-model-index:
-- name: C51 (JAX)
-  results:
-  - task:
-      type: reinforcement-learning
-      name: reinforcement-learning
-    dataset:
-      name: {args.env_id}
-      type: {args.env_id}
-    metrics:
-    - type: mean_reward
-      value: {mean:.2f} +/- {std:.2f}
-      name: mean_reward
-      verified: false
----
-
-# C51 (JAX) agent playing {args.env_id}
-
-A C51 (categorical DQN) agent trained on `{args.env_id}` by CleanRL's single-file JAX script
-[`{script}`]({script}), which is included in this repository with the checkpoint `{args.exp_name}.cleanrl_model`
-and the TensorBoard logs of the run.
-
-## Evaluation
-
-Episodic return over {len(episodic_returns)} evaluation episodes: **{mean:.2f} ± {std:.2f}** (mean ± std).
-{"The video `" + video + "` shows an evaluation episode." if video else ""}
-
-## Use
-
-```
-python -m cleanrl_utils.enjoy --exp-name {args.exp_name} --hf-repository {repo_id}
-```
-
-The checkpoint is a flax msgpack file holding the Q-network's parameters and the run's args; to load it in Python:
-
-```python
-import flax.serialization
-import gymnasium as gym
-import jax
-import numpy as np
-
-from {os.path.splitext(script)[0]} import QNetwork  # the script in this repository
-
-with open("{args.exp_name}.cleanrl_model", "rb") as f:
-    checkpoint = flax.serialization.msgpack_restore(f.read())
-saved = checkpoint["args"]
-env = gym.make(saved["env_id"])
-q_network = QNetwork(env.action_space.n, n_atoms=saved["n_atoms"], v_min=saved["v_min"], v_max=saved["v_max"])
-template = q_network.init(jax.random.PRNGKey(0), np.zeros((1,) + env.observation_space.shape, np.float32))
-params = flax.serialization.from_state_dict(template, checkpoint["model"])
-```
-
-## Reproduce
-
-```
-{command}
-```
-
-## Hyperparameters
-
-| param | value |
-|-|-|
-{hyperparameters}
-
-## Versions
-
-| python | jax | flax | optax | gymnasium | numpy | huggingface_hub | {script} sha256 |
-|-|-|-|-|-|-|-|-|
-| {" | ".join(versions)} | {script_sha256} |
-"""
-
-
-def push_to_hub(args, run_name, episodic_returns, attempts=3):
-    """Pushes the run to the Hub in one commit: checkpoint, model card (also written to runs/{run_name}/README.md),
-    the last evaluation video as replay.mp4, the TensorBoard events and this script. Commits are not retried by
-    huggingface_hub, so network errors, 5xx and 429 are retried here (`attempts` in all, waiting 1 s, 2 s, ...);
-    other client errors (401, 403, 404) are raised at once. Returns the repository's url."""
-    from huggingface_hub import CommitOperationAdd, HfApi
-
-    api = HfApi()  # the endpoint (HF_ENDPOINT) and the token (HF_TOKEN or the saved one) come from huggingface_hub
-    run_dir = f"runs/{run_name}"
-    video_dir = f"videos/{run_name}-eval"
-    videos = sorted(
-        (name for name in os.listdir(video_dir) if name.endswith(".mp4")) if os.path.isdir(video_dir) else [],
-        key=lambda name: [int(n) for n in re.findall(r"\d+", name)],
-    )
-    files = {f"{args.exp_name}.cleanrl_model": f"{run_dir}/{args.exp_name}.cleanrl_model"}
-    files |= {name: f"{run_dir}/{name}" for name in sorted(os.listdir(run_dir)) if name.startswith("events.out.tfevents")}
-    files[os.path.basename(__file__)] = __file__
-    if videos:
-        files["replay.mp4"] = f"{video_dir}/{videos[-1]}"
-    for attempt in range(1, attempts + 1):
-        try:
-            repo_id = hf_repo_id(args, args.hf_entity or api.whoami()["name"])
-            card_path = f"{run_dir}/README.md"
-            with open(card_path, "w") as f:
-                f.write(model_card(args, repo_id, episodic_returns, "replay.mp4" if videos else None))
-            repo_url = api.create_repo(repo_id, exist_ok=True)
-            operations = [CommitOperationAdd(path_in_repo, local) for path_in_repo, local in files.items()]
-            operations.append(CommitOperationAdd("README.md", card_path))
-            api.create_commit(repo_id, operations, commit_message=f"{args.exp_name} on {args.env_id}: run {run_name}")
-            return str(repo_url)
-        except Exception as e:
-            status = getattr(getattr(e, "response", None), "status_code", None)
-            if attempt == attempts or (status is not None and status < 500 and status != 429):
-                raise
-            time.sleep(2 ** (attempt - 1))
+def fail(message):
+    print(f"{SCRIPT}: {message}", file=sys.stderr)
+    sys.exit(2)
 
 
 def evaluate(model_path, eval_episodes, run_name, epsilon=0.05, capture_video=False):
     """Runs the saved Q-network ε-greedily for `eval_episodes` episodes; returns their episodic returns."""
     with open(model_path, "rb") as f:
         checkpoint = flax.serialization.msgpack_restore(f.read())
-    saved = checkpoint["args"]
-    envs = make_vector_env(saved["env_id"], 1, capture_video, f"{run_name}-eval")
-    envs.action_space.seed(saved["seed"] + 100_000)
-    q_network = QNetwork(
-        envs.single_action_space.n,
-        n_atoms=saved["n_atoms"],
-        v_min=saved["v_min"],
-        v_max=saved["v_max"],
-    )
-    template = jax.eval_shape(
-        q_network.init, jax.random.PRNGKey(0), np.zeros((1,) + envs.single_observation_space.shape, np.float32)
-    )
-    params = flax.serialization.from_state_dict(template, checkpoint["model"])
+    env_id, seed = checkpoint["args"]["env_id"], checkpoint["args"]["seed"] + 100_000
+    envs = make_env(env_id, 1, capture_video, f"{run_name}-eval")
+    envs.action_space.seed(seed)
+    q_network = QNetwork(envs.single_action_space.n, *(checkpoint["args"][k] for k in ("n_atoms", "v_min", "v_max")))
+    params = checkpoint["model"]
     greedy_actions = jax.jit(lambda params, obs: q_network.apply(params, obs, method=QNetwork.get_action)[0])
-    obs, _ = envs.reset(seed=saved["seed"] + 100_000)
+    obs, _ = envs.reset(seed=seed)
     episodic_returns = []
     while len(episodic_returns) < eval_episodes:
-        if random.random() < epsilon:
-            actions = envs.action_space.sample()
-        else:
-            actions = np.asarray(greedy_actions(params, obs))
+        actions = envs.action_space.sample() if random.random() < epsilon else np.asarray(greedy_actions(params, obs))
         obs, _, _, _, infos = envs.step(actions)
         if "final_info" in infos and "episode" in infos["final_info"]:
             episodic_returns.append(float(infos["final_info"]["episode"]["r"][0]))
@@ -536,109 +240,64 @@ def evaluate(model_path, eval_episodes, run_name, epsilon=0.05, capture_video=Fa
 
 
 if __name__ == "__main__":
-    import tyro
-
     args = tyro.cli(Args)
-    if args.capture_video:
-        os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # rgb_array rendering needs no display
-    # command-line values first, then the env (making it can already write files, e.g. MuJoCo's log)
-    error = validation_error(args)
-    if error is None:
-        try:
-            probe_env = gym.make(args.env_id)
-        except Exception as e:  # unknown ids, missing modules or extras: all mean this env cannot be made
-            error = f"cannot make {args.env_id!r}: {e}"
-        else:
-            error = space_error(args, probe_env.observation_space, probe_env.action_space)
-            if error is None:
-                error = replay_memory_error(args, probe_env.observation_space.shape)
-            probe_env.close()
-    if error is not None:
-        print(f"{os.path.basename(__file__)}: {error}", file=sys.stderr)
-        sys.exit(2)
+    try:  # unknown ids, missing modules or extras all mean this env cannot be made
+        env = gym.make(args.env_id)
+    except Exception as e:
+        fail(f"cannot make {args.env_id!r}: {e}")
+    if error := validation_error(args, env):
+        fail(error)
+    if args.upload_model:  # the Hub upload is shared plumbing, in cleanrl_utils/huggingface.py
+        hub = importlib.util.find_spec("cleanrl_utils") and importlib.import_module("cleanrl_utils.huggingface")
+        error = hub.upload_error(args) if hub else "--upload-model needs cleanrl_utils (pip install -e . in a cleanrl clone)"
+        if error:
+            fail(error)
     num_iterations = args.total_timesteps // args.num_envs
     if args.total_timesteps % args.num_envs != 0:
         print(f"running {num_iterations * args.num_envs} steps: --total-timesteps rounded down to whole vector steps")
-
-    random.seed(args.seed)
-    np.random.seed(args.seed)
-    key = jax.random.PRNGKey(args.seed)
-    key, q_key = jax.random.split(key)
+    if num_iterations * args.num_envs // args.train_frequency <= args.learning_starts // args.train_frequency:
+        print(f"{SCRIPT}: warning: the run ends before its first gradient step (--learning-starts {args.learning_starts})")
+    if args.capture_video:
+        os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # rgb_array rendering needs no display
 
     run_time = int(time.time())
-    while True:  # another run that started in the same second already owns that name: take the next second
-        run_name = f"{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"
-        try:
-            os.makedirs(f"runs/{run_name}")
-            break
-        except FileExistsError:
-            run_time += 1
+    while os.path.exists(f"runs/{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"):
+        run_time += 1  # a run that started in the same second owns that name
+    run_name = f"{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"
     if args.track:
         import wandb
 
         try:
-            wandb.init(
-                project=args.wandb_project_name,
-                entity=args.wandb_entity,
-                sync_tensorboard=True,
-                config=vars(args),
-                name=run_name,
-                save_code=True,
-            )
+            wandb.init(project=args.wandb_project_name, entity=args.wandb_entity, name=run_name, config=vars(args),
+                       sync_tensorboard=True, save_code=True)  # fmt: skip
         except Exception as e:  # not logged in, no network, unknown entity: stop before anything is written
-            os.rmdir(f"runs/{run_name}")
-            if not os.listdir("runs"):
-                os.rmdir("runs")
             reason = (str(e).splitlines() or [type(e).__name__])[0]
-            print(
-                f"{os.path.basename(__file__)}: --track could not start a W&B run ({reason}); "
-                "run `wandb login` or set WANDB_MODE=offline",
-                file=sys.stderr,
-            )
-            sys.exit(2)
+            fail(f"--track could not start a W&B run ({reason}); run `wandb login` or set WANDB_MODE=offline")
     writer = SummaryWriter(f"runs/{run_name}")
-    writer.add_text(
-        "hyperparameters",
-        "|param|value|\n|-|-|\n" + "\n".join(f"|{key}|{value}|" for key, value in vars(args).items()),
-    )
+    writer.add_text("hyperparameters", "|param|value|\n|-|-|\n" + "\n".join(f"|{k}|{v}|" for k, v in vars(args).items()))
     uploaded_videos = set()
 
-    def upload_new_videos(video_dir):
-        # W&B gets each finished video once, explicitly (gym's RecordVideo has no W&B hook).
-        if args.track and os.path.isdir(video_dir):
-            for name in sorted(os.listdir(video_dir)):
-                path = os.path.join(video_dir, name)  # the eval videos reuse the training videos' names
-                if name.endswith(".mp4") and path not in uploaded_videos:
-                    uploaded_videos.add(path)
-                    wandb.log({"videos": wandb.Video(path, format="mp4")})
+    def upload_videos(folder):  # W&B gets each finished video once (RecordVideo has no W&B hook)
+        for path in sorted(set(glob.glob(f"{folder}/*.mp4")) - uploaded_videos) if args.track else []:
+            uploaded_videos.add(path)
+            wandb.log({"videos": wandb.Video(path, format="mp4")})
 
-    envs = make_vector_env(args.env_id, args.num_envs, args.capture_video, run_name)
+    random.seed(args.seed)
+    np.random.seed(args.seed)
+    q_key = jax.random.split(jax.random.PRNGKey(args.seed))[1]
+
+    envs = make_env(args.env_id, args.num_envs, args.capture_video, run_name)
     envs.action_space.seed(args.seed)
 
-    q_network = QNetwork(
-        envs.single_action_space.n,
-        n_atoms=args.n_atoms,
-        v_min=args.v_min,
-        v_max=args.v_max,
-    )
-    # jitted: one compilation instead of one per operation of the initialisers
+    q_network = QNetwork(envs.single_action_space.n, args.n_atoms, args.v_min, args.v_max)
     q_params = jax.jit(q_network.init)(q_key, np.zeros((1,) + envs.single_observation_space.shape, np.float32))
-    # the target network starts as a copy of the Q-network (JAX arrays are immutable: sharing them is a copy)
-    q_state = QNetworkState.create(
-        apply_fn=q_network.apply,
-        params=q_params,
-        target_params=q_params,
-        # the paper's Adam epsilon, scaled to the batch (0.01 / 32 on Atari)
-        tx=optax.adam(learning_rate=args.learning_rate, eps=0.01 / args.batch_size),
-    )
+    q_state = QNetworkState.create(apply_fn=q_network.apply, params=q_params, target_params=q_params,
+                                   tx=optax.adam(learning_rate=args.learning_rate, eps=0.01 / args.batch_size))  # fmt: skip
 
-    @jax.jit
-    def greedy_actions(params, obs):
-        return q_network.apply(params, obs, method=QNetwork.get_action)[0]
+    greedy_actions = jax.jit(lambda params, obs: q_network.apply(params, obs, method=QNetwork.get_action)[0])
 
     @jax.jit
     def update(q_state, obs, actions, rewards, next_obs, dones):
-        """One gradient step on a sampled batch; returns the new state, the loss and the mean Q(s, a)."""
         _, next_pmfs = q_network.apply(q_state.target_params, next_obs, method=QNetwork.get_action)
         target_pmfs = project_distribution(next_pmfs, rewards, dones, args.gamma, q_network.atoms)
 
@@ -654,10 +313,8 @@ if __name__ == "__main__":
     rb = ReplayBuffer(args.buffer_size, envs.single_observation_space.shape)
     exploration_steps = args.exploration_fraction * args.total_timesteps
 
-    global_step = 0
-    num_updates = 0
-    start_time = time.time()
-    last_print = start_time
+    global_step, num_updates = 0, 0
+    start_time = last_print = time.time()
     recent_returns = deque(maxlen=20)
     obs, _ = envs.reset(seed=args.seed)
     for iteration in range(num_iterations):
@@ -671,8 +328,6 @@ if __name__ == "__main__":
         next_obs, rewards, terminations, truncations, infos = envs.step(actions)
         previous_step, global_step = global_step, global_step + args.num_envs
 
-        # where an episode ended, next_obs already starts the next one; the buffer takes the true last
-        # observation from final_obs
         rb.add(obs, actions, rewards, terminations, truncations, next_obs, infos.get("final_obs"))
         if "final_info" in infos and "episode" in infos["final_info"]:
             episode = infos["final_info"]["episode"]
@@ -686,64 +341,44 @@ if __name__ == "__main__":
             # updates owed for the env steps past learning_starts that this vector step covered
             for _ in range(steps_crossed(max(previous_step, args.learning_starts), global_step, args.train_frequency)):
                 new_state, loss, q_mean = update(q_state, *rb.sample(args.batch_size))
-                # one sync per gradient step (acting waits for the update anyway): stop before the step's
-                # weights, made from a non-finite loss, are used
-                if not np.isfinite(loss):
-                    script = os.path.basename(__file__)
-                    print(f"{script}: non-finite loss at global_step {global_step}; stopping", file=sys.stderr)
+                if not np.isfinite(loss):  # one sync per gradient step: stop before NaN reaches the weights
                     writer.close()
-                    envs.close()
-                    sys.exit(1)
+                    sys.exit(f"{SCRIPT}: non-finite loss at global_step {global_step}; stopping")
                 q_state = new_state
                 num_updates += 1
 
                 if num_updates % 100 == 0:
-                    sps = int(global_step / (time.time() - start_time))
                     writer.add_scalar("losses/loss", float(loss), global_step)
                     writer.add_scalar("losses/q_values", float(q_mean), global_step)
                     writer.add_scalar("charts/epsilon", epsilon, global_step)
-                    writer.add_scalar("charts/SPS", sps, global_step)
+                    writer.add_scalar("charts/SPS", int(global_step / (time.time() - start_time)), global_step)
 
-            # a hard copy: several owed copies in one vector step are the same single copy
-            if steps_crossed(previous_step, global_step, args.target_network_frequency) > 0:
+            if steps_crossed(previous_step, global_step, args.target_network_frequency) > 0:  # a hard copy
                 q_state = q_state.replace(target_params=q_state.params)
 
         if time.time() - last_print > 10 or iteration == num_iterations - 1:
             last_print = time.time()
-            sps = int(global_step / (time.time() - start_time))
             recent = f"{np.mean(recent_returns):.2f}" if recent_returns else "n/a"
+            sps = int(global_step / (time.time() - start_time))
             print(f"global_step={global_step}, episodic_return(last {len(recent_returns)})={recent}, SPS={sps}", flush=True)
-            upload_new_videos(f"videos/{run_name}")
+            upload_videos(f"videos/{run_name}")
     envs.close()  # RecordVideo writes the video of an episode still running when it closes
-    upload_new_videos(f"videos/{run_name}")
+    upload_videos(f"videos/{run_name}")
 
     if args.save_model:
         model_path = f"runs/{run_name}/{args.exp_name}.cleanrl_model"
         with open(model_path, "wb") as f:
-            f.write(
-                flax.serialization.msgpack_serialize(
-                    {"model": flax.serialization.to_state_dict(q_state.params), "args": vars(args)}
-                )
-            )
+            f.write(flax.serialization.msgpack_serialize({"model": flax.serialization.to_state_dict(q_state.params),
+                                                         "args": vars(args)}))  # fmt: skip
         print(f"model saved to {model_path}")
         episodic_returns = evaluate(model_path, 10, run_name, epsilon=0.05, capture_video=args.capture_video)
         for idx, episodic_return in enumerate(episodic_returns):
             writer.add_scalar("eval/episodic_return", episodic_return, idx)
         print(f"eval/episodic_return over {len(episodic_returns)} episodes: {np.mean(episodic_returns):.2f}")
-        upload_new_videos(f"videos/{run_name}-eval")
+        upload_videos(f"videos/{run_name}-eval")
 
     writer.close()
     if args.track:
         wandb.finish()
     if args.upload_model:  # last, so that a failed upload leaves every local result written
-        try:
-            repo_url = push_to_hub(args, run_name, episodic_returns)
-        except Exception as e:
-            reason = (str(e).splitlines() or [""])[0] or type(e).__name__
-            print(
-                f"{os.path.basename(__file__)}: --upload-model could not push the run to the Hub ({reason}); "
-                f"everything is kept in runs/{run_name}",
-                file=sys.stderr,
-            )
-            sys.exit(1)
-        print(f"model uploaded to {repo_url}")
+        hub.push_to_hub(args, run_name, episodic_returns, __file__, "C51 (JAX)", "categorical DQN")

@@ -64,19 +64,27 @@ def test_copied_file_runs_every_output_path_with_the_same_values(default_run, tm
 @pytest.mark.parametrize(
     "flags,message",
     [
-        (
-            ["--env-id", "Pendulum-v1"],
-            "c51_jax.py supports Discrete action spaces; Pendulum-v1 has Box(-2.0, 2.0, (1,), float32)",
-        ),
+        (["--env-id", "Pendulum-v1"], "Pendulum-v1 has Box(-2.0, 2.0, (1,), float32) actions; c51_jax.py supports Discrete"),
         (["--n-atoms", 1], "--n-atoms must be at least 2"),
         (["--v-min", 10, "--v-max", -10], "--v-min 10.0 must be below --v-max -10.0"),
-        (["--gamma", 1.5], "--gamma must be in [0, 1]"),
-        (["--total-timesteps", 1000, "--learning-starts", 1000], "does not exceed --learning-starts 1000"),
+        (["--gamma", 1.5], "--gamma, --start-e, --end-e and --exploration-fraction must be in [0, 1]"),
     ],
 )
 def test_bad_input_exits_2_with_one_line_and_creates_nothing(flags, message, workdir, fork_script):
     result = fork_script(SCRIPT, "--capture-video", "--track", "--save-model", *flags, cwd=workdir, timeout=120)
     check_refused(result, SCRIPT, message, workdir)
+
+
+def test_a_run_without_a_gradient_step_saves_and_evaluates_with_one_warning(workdir, fork_script):
+    # CleanRL's own smoke command: 205 steps, learning from step 200, a gradient step every 10 steps
+    flags = ["--save-model", "--learning-starts", 200, "--total-timesteps", 205]
+    result = fork_script(SCRIPT, *flags, cwd=workdir, timeout=300)
+    check_ok(result)
+    warning = f"{SCRIPT}: warning: the run ends before its first gradient step (--learning-starts 200)"
+    assert [line for line in result.stdout.splitlines() if "warning" in line] == [warning]
+    run_dir = only_run_dir(workdir)
+    assert read_scalars(str(run_dir), "losses/loss")[0].size == 0
+    assert len(read_scalars(str(run_dir), "eval/episodic_return")[0]) == 10
 
 
 def both_projections(jax_c51, torch_c51, next_pmfs, rewards, dones, gamma, atoms):

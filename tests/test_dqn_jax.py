@@ -64,19 +64,25 @@ def test_copied_file_runs_every_output_path_with_the_same_values(default_run, tm
 @pytest.mark.parametrize(
     "flags,message",
     [
-        (
-            ["--env-id", "Pendulum-v1"],
-            "dqn_jax.py supports Discrete action spaces; Pendulum-v1 has Box(-2.0, 2.0, (1,), float32)",
-        ),
-        (["--tau", 0], "--tau must be in (0, 1]"),
-        (["--total-timesteps", 1000, "--learning-starts", 1000], "does not exceed --learning-starts 1000"),
-        (["--buffer-size", 16, "--batch-size", 32], "--buffer-size 16 is smaller than one batch (--batch-size 32)"),
-        (["--learning-rate", 1e38], "at most 3.4e+37 (Adam), got 1e+38"),
+        (["--env-id", "Pendulum-v1"], "Pendulum-v1 has Box(-2.0, 2.0, (1,), float32) actions; dqn_jax.py supports Discrete"),
+        (["--gamma", 1.5], "--gamma, --start-e, --end-e and --exploration-fraction must be in [0, 1]"),
+        (["--batch-size", 0], "--batch-size, --train-frequency, --target-network-frequency must be at least 1"),
+        (["--learning-rate", 1e38], "--learning-rate must be positive and finite in float32, got 1e+38"),
+        (["--buffer-size", 10**13], "more than this machine's memory; lower --buffer-size"),
     ],
 )
 def test_bad_input_exits_2_with_one_line_and_creates_nothing(flags, message, workdir, fork_script):
     result = fork_script(SCRIPT, "--capture-video", "--track", "--save-model", *flags, cwd=workdir, timeout=120)
     check_refused(result, SCRIPT, message, workdir)
+
+
+def test_a_run_without_a_gradient_step_runs_with_one_warning(workdir, fork_script):
+    # CleanRL's own smoke command: 205 steps, learning from step 200, a gradient step every 10 steps
+    result = fork_script(SCRIPT, "--learning-starts", 200, "--total-timesteps", 205, cwd=workdir, timeout=300)
+    check_ok(result)
+    warning = f"{SCRIPT}: warning: the run ends before its first gradient step (--learning-starts 200)"
+    assert [line for line in result.stdout.splitlines() if "warning" in line] == [warning]
+    assert read_scalars(str(only_run_dir(workdir)), "losses/td_loss")[0].size == 0
 
 
 def test_epsilon_schedule_matches_dqn(jax_dqn, torch_dqn):
