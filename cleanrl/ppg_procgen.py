@@ -1,31 +1,20 @@
-# Phasic Policy Gradient (PPG) for Procgen games through envpool, with the IMPALA CNN agent.
-# Papers: Cobbe et al. 2021, "Phasic Policy Gradient" (ICML, arXiv:2009.04416): policy phases of N_π = 32 PPO
-# iterations (E_π = E_V = 1 epoch each) alternate with auxiliary phases of E_aux = 6 epochs over all the
-# observations of the policy phase, which fit an auxiliary value head on the shared trunk (and the value head)
-# to the policy phase's returns while a behaviour-cloning KL (β_clone = 1) keeps the policy where it was;
-# PPO, Schulman et al. 2017 (arXiv:1707.06347); GAE, Schulman et al. 2016 (arXiv:1506.02438); Procgen,
-# Cobbe et al. 2020 (ICML); the IMPALA CNN, Espeholt et al. 2018 (ICML; 16-32-32 channels, 256 units).
-# Defaults are CleanRL's published ones, which follow the PPG code (openai/phasic-policy-gradient) but with 64
-# envs: one network whose value head is detached from the trunk in the policy phase (the PPG code's "detach"
-# architecture; its default, "dual", has two networks), advantages normalised over the whole batch, the PPG
-# code's normalised initialisation, Adam ε 1e-8, auxiliary minibatches of 4 whole rollouts, one optimizer for
-# both phases, and rewards divided by a running std of the discounted return (same γ) and clipped to ±10.
-# Deliberate differences from CleanRL's published ppg_procgen.py: the games come from envpool
-# (`StarpilotEasy-v0` is procgen's starpilot in easy mode with unlimited levels) instead of the procgen
-# package, which has no wheel for Python 3.11 with NumPy 2, and their levels follow --seed; a game cut by its
-# time limit bootstraps from the value of its true final observation (upstream treats it as terminal); the
-# step after a game ends is envpool's reset step (its action is ignored), which no loss of either phase and
-# no advantage normalisation sees; the logged episodic return is the raw game score; the reward scaling is
-# gymnasium 1.x's NormalizeReward; `--max-episode-steps` can shorten a game's time limit; --anneal-lr anneals
-# over the whole run (upstream restarts the schedule every phase); --v-value above 1 adds value-only epochs.
-# Memory: an auxiliary phase replays every observation of its policy phase, kept in CPU memory:
-# n_iteration x num_envs x num_steps observations of 12 KiB, 6.0 GiB at the defaults (checked at start).
-import hashlib
+# Phasic Policy Gradient (PPG; Cobbe et al. 2021, arXiv:2009.04416) on Procgen (Cobbe et al. 2020) with the IMPALA CNN:
+# policy phases of N_π PPO iterations (Schulman et al. 2017) alternate with auxiliary phases of E_aux epochs over all
+# their observations, which fit an auxiliary value head on the shared trunk (and the value head) to the phase's returns
+# while a behaviour-cloning KL keeps the policy. CleanRL's published defaults: the PPG code's "detach" architecture (one
+# network, the value head on detached features), normalised initialisation, advantages normalised over the whole batch.
+# Deliberate differences from CleanRL's script: envpool's games (StarpilotEasy-v0: procgen's starpilot, easy mode, as the
+# procgen package has no wheel for Python 3.11 with NumPy 2), levels following --seed; a game cut by its time limit
+# bootstraps from its true final observation; envpool's reset step after a game (action ignored) is in no loss of either
+# phase; the logged return is the raw game score; gymnasium 1.x's NormalizeReward; `--max-episode-steps` can shorten a
+# game; --anneal-lr anneals over the whole run; --v-value above 1 adds value-only epochs. Memory: the auxiliary buffer
+# keeps n_iteration x num_envs x num_steps observations of 12 KiB in CPU memory, 6.0 GiB at the defaults (checked).
+import difflib
+import glob
+import importlib.util
 import os
-import platform
 import random
 import re
-import shlex
 import sys
 import time
 from collections import deque
@@ -39,8 +28,11 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 import torch.optim as optim
+import tyro
 from torch.distributions.categorical import Categorical
 from torch.utils.tensorboard import SummaryWriter
+
+SCRIPT = os.path.basename(__file__)
 
 
 @dataclass
@@ -64,8 +56,7 @@ class Args:
     save_model: bool = False
     """whether to save the model into `runs/{run_name}` and evaluate it for 10 episodes"""
     upload_model: bool = False
-    """whether to push the saved model, its model card, videos, logs and this script to the Hugging Face Hub
-    (needs --save-model and a token: `hf auth login` or HF_TOKEN; HF_ENDPOINT picks another Hub)"""
+    """whether to push the saved model, card, video, logs and script to the Hugging Face Hub (needs --save-model)"""
     hf_entity: str = ""
     """the user or org of the Hub repository `{hf_entity}/{env_id}-{exp_name}-seed{seed}` (default: the token's user)"""
 
@@ -105,8 +96,7 @@ class Args:
     """the target KL divergence threshold (stops the epochs of an update early)"""
 
     n_iteration: int = 32
-    """N_π: the policy-phase iterations (rollout + update) between auxiliary phases; the auxiliary phase keeps all
-    their observations in CPU memory (n_iteration x num_envs x num_steps x 12 KiB: 6.0 GiB at the defaults)"""
+    """N_π: the policy-phase iterations (rollout + update) between auxiliary phases (their observations stay in memory)"""
     e_policy: int = 1
     """E_π: the epochs of policy updates in each policy-phase iteration"""
     v_value: int = 1
@@ -118,89 +108,51 @@ class Args:
     num_aux_rollouts: int = 4
     """the rollouts (one env's num_steps steps each) in an auxiliary minibatch"""
     n_aux_grad_accum: int = 1
-    """the auxiliary minibatches whose gradients are summed into one optimizer step (with a smaller
-    --num-aux-rollouts: the same step size in less GPU memory)"""
+    """the auxiliary minibatches whose gradients are summed into one optimizer step (the same step in less GPU memory)"""
 
 
 class ProcgenTimeLimit(gym.vector.VectorWrapper):
-    """An envpool Procgen vector env with a time limit of `max_episode_steps` agent steps, which puts each
-    step's raw game reward in `info["reward"]` (wrappers above may scale the reward they return).
+    """A time limit (envpool's does not stop Procgen games) in envpool's NEXT_STEP style; info["reward"]: the raw reward."""
 
-    envpool's own `max_episode_steps` does not stop a Procgen game: only the game's built-in limit does
-    (1000 steps for Starpilot, 6000 for Bigfish, ...), and envpool calls a game truncated when it ends at or
-    after its `max_episode_steps`. So the games are made with their built-in limit and a shorter one is
-    applied here in envpool's NEXT_STEP style: the step that reaches it returns truncated=True with the
-    game's true final observation, and the next step is a reset step (the env restarts, ignoring that
-    step's action, and returns a new game's first observation with reward 0, not done).
-    """
-
-    def __init__(self, env, max_episode_steps):
+    def __init__(self, env, max_episode_steps):  # the envs are reset once, at the start, so no game is cut before
         super().__init__(env)
-        self.max_episode_steps = max_episode_steps
-        self.cut = np.zeros(self.num_envs, dtype=bool)
-
-    def reset(self, **kwargs):
-        self.cut[:] = False
-        return self.env.reset(**kwargs)
+        self.max_episode_steps, self.cut = max_episode_steps, np.zeros(env.num_envs, dtype=bool)
 
     def step(self, actions):
         obs, reward, terminated, truncated, info = self.env.step(actions)
-        restart = np.nonzero(self.cut)[0]
-        if len(restart) > 0:
-            # envpool played one more step of each game cut at the last step; start new games instead
+        if len(restart := np.nonzero(self.cut)[0]) > 0:  # envpool played on in each game cut at the last step: restart it
             obs[restart], first_info = self.env.reset(env_id=restart)
-            for key, value in first_info.items():  # elapsed_step 0, the new level's seed, ...
-                if isinstance(value, np.ndarray) and key != "env_id":
-                    info[key][restart] = value
-            reward[restart] = 0.0
-            terminated[restart] = False
-            truncated[restart] = False
+            for key in (k for k, v in first_info.items() if isinstance(v, np.ndarray) and k != "env_id"):
+                info[key][restart] = first_info[key]  # elapsed_step 0, the new level's seed, ...
+            reward[restart], terminated[restart], truncated[restart] = 0.0, False, False
         self.cut = (info["elapsed_step"] >= self.max_episode_steps) & ~terminated & ~truncated
         info["reward"] = reward.copy()
         return obs, reward, terminated, truncated | self.cut, info
 
 
-def game_time_limit(env_id):
-    """The built-in time limit (agent steps) of an envpool Procgen game."""
-    return int(envpool.make_spec(env_id).config.max_episode_steps)
-
-
-def make_env(env_id, num_envs, seed, max_episode_steps=None, capture_video=False):
-    """`num_envs` copies of an envpool Procgen game (sub-env i seeded with `seed + i`) under ProcgenTimeLimit.
-    With `capture_video`, `render()` returns sub-env 0's frame, upscaled to 256x256 from the 64x64 observation."""
+def make_env(env_id, num_envs, seed, max_episode_steps=None, capture_video=False):  # sub-env i plays levels of seed + i
     video = {"render_mode": "rgb_array", "render_width": 256, "render_height": 256} if capture_video else {}
     envs = envpool.make(env_id, env_type="gymnasium", num_envs=num_envs, seed=seed, **video)
-    return ProcgenTimeLimit(envs, max_episode_steps or game_time_limit(env_id))
+    return ProcgenTimeLimit(envs, max_episode_steps or envs.spec.config.max_episode_steps)
 
 
-class GameVideoRecorder:
-    """Films sub-env 0 of an env made by `make_env(..., capture_video=True)`: the games that gymnasium's
-    capped_cubic_video_schedule picks (0, 1, 8, 27, ..., 1000, 2000, ...), each from its first observation to
-    its final one, written to `video_folder` as rl-video-episode-{game}.mp4 when the game ends.
-    Make it right after `envs.reset()` and call `step` after every `envs.step`."""
+class GameVideoRecorder:  # films sub-env 0's games 0, 1, 8, 27, ..., 1000, 2000, ... (make it after `envs.reset()`)
 
-    def __init__(self, envs, video_folder, fps=15):
-        from gymnasium.utils.save_video import capped_cubic_video_schedule, save_video
-
-        self.envs, self.video_folder, self.fps = envs, video_folder, fps
-        self.schedule, self.save_video = capped_cubic_video_schedule, save_video
-        self.game = 0
-        self.frames = [envs.render()[0]] if self.schedule(0) else []
+    def __init__(self, envs, video_folder):
+        self.video = importlib.import_module("gymnasium.utils.save_video")  # needs moviepy: imported only to film
+        self.envs, self.video_folder, self.game = envs, video_folder, 0
+        self.frames = [envs.render()[0]] if self.video.capped_cubic_video_schedule(0) else []
 
     def step(self, game_over):
-        """Records the frame of this step if the current game is filmed; `game_over`: sub-env 0's game ended here."""
-        if self.schedule(self.game):
+        if self.video.capped_cubic_video_schedule(self.game):
             self.frames.append(self.envs.render()[0])
         if game_over:
-            if self.frames:
-                self.save_video(self.frames, self.video_folder, episode_index=self.game, fps=self.fps)
-            self.frames = []
-            self.game += 1  # the next step is the reset step, whose observation opens the next game
+            if self.frames:  # 15 frames per second: real time
+                self.video.save_video(self.frames, self.video_folder, episode_index=self.game, fps=15)
+            self.frames, self.game = [], self.game + 1  # the next step is the reset step, which opens the next game
 
 
-def layer_init_normed(layer, scale=1.0):
-    """The PPG code's initialisation: PyTorch's default weights rescaled so that each output unit's weights
-    (over its inputs and kernel) have L2 norm `scale`; zero bias."""
+def layer_init_normed(layer, scale=1.0):  # the PPG code's: default weights rescaled to norm `scale` per output unit
     with torch.no_grad():
         dims = tuple(range(1, layer.weight.dim()))
         layer.weight.mul_(scale / torch.linalg.vector_norm(layer.weight, dim=dims, keepdim=True))
@@ -209,9 +161,6 @@ def layer_init_normed(layer, scale=1.0):
 
 
 class ResidualBlock(nn.Module):
-    """IMPALA residual block: x + conv(relu(conv(relu(x)))), 3x3 convolutions that keep the shape; each
-    convolution has norm sqrt(scale), so the block adds about `scale` times its input's size."""
-
     def __init__(self, channels, scale):
         super().__init__()
         self.conv0 = layer_init_normed(nn.Conv2d(channels, channels, kernel_size=3, padding=1), np.sqrt(scale))
@@ -222,43 +171,25 @@ class ResidualBlock(nn.Module):
 
 
 class ConvSequence(nn.Module):
-    """One IMPALA stage: a 3x3 convolution, a 3x3 max-pool of stride 2 (halving H and W, rounding up)
-    and two residual blocks, which share the stage's `scale`."""
-
-    def __init__(self, input_shape, out_channels, scale):
+    def __init__(self, in_channels, out_channels, scale):
         super().__init__()
-        self.input_shape = input_shape
-        self.out_channels = out_channels
-        self.conv = layer_init_normed(nn.Conv2d(input_shape[0], out_channels, kernel_size=3, padding=1))
+        self.conv = layer_init_normed(nn.Conv2d(in_channels, out_channels, kernel_size=3, padding=1))
         self.res_block0 = ResidualBlock(out_channels, scale / np.sqrt(2))
         self.res_block1 = ResidualBlock(out_channels, scale / np.sqrt(2))
 
     def forward(self, x):
-        x = F.max_pool2d(self.conv(x), kernel_size=3, stride=2, padding=1)
-        return self.res_block1(self.res_block0(x))
-
-    def get_output_shape(self):
-        _, h, w = self.input_shape
-        return (self.out_channels, (h + 1) // 2, (w + 1) // 2)
+        return self.res_block1(self.res_block0(F.max_pool2d(self.conv(x), kernel_size=3, stride=2, padding=1)))
 
 
 class Agent(nn.Module):
-    """The IMPALA CNN (stages of 16, 32 and 32 channels, then 256 units) with a policy head, a value head and
-    PPG's auxiliary value head. The value head reads the trunk's features detached, so only the policy and
-    the auxiliary value head shape the trunk ("detach" in the PPG code). Normalised initialisation: norm 1
-    for the stages' first convolutions, 1.4 for the 256-unit layer, 0.1 for the heads."""
+    """The value head reads the trunk's features detached: only the policy and the auxiliary value head shape the trunk."""
 
     def __init__(self, obs_shape, n_actions):
         super().__init__()
-        shape = obs_shape
-        layers = []
-        stages = (16, 32, 32)
-        for out_channels in stages:
-            stage = ConvSequence(shape, out_channels, scale=1 / np.sqrt(len(stages)))
-            shape = stage.get_output_shape()
-            layers.append(stage)
-        layers += [nn.Flatten(), nn.ReLU(), layer_init_normed(nn.Linear(int(np.prod(shape)), 256), 1.4), nn.ReLU()]
-        self.network = nn.Sequential(*layers)
+        scale = 1 / np.sqrt(3)  # the three stages share the trunk's norm; 64x64 frames end 8x8
+        stages = [ConvSequence(obs_shape[0], 16, scale), ConvSequence(16, 32, scale), ConvSequence(32, 32, scale)]
+        linear = layer_init_normed(nn.Linear(32 * 8 * 8, 256), 1.4)
+        self.network = nn.Sequential(*stages, nn.Flatten(), nn.ReLU(), linear, nn.ReLU())
         self.actor = layer_init_normed(nn.Linear(256, n_actions), 0.1)
         self.critic = layer_init_normed(nn.Linear(256, 1), 0.1)
         self.aux_critic = layer_init_normed(nn.Linear(256, 1), 0.1)
@@ -268,9 +199,7 @@ class Agent(nn.Module):
 
     def get_action_and_value(self, x, action=None):
         hidden = self.network(x / 255.0)
-        logits = self.actor(hidden)
-        # argument checks off: a non-finite loss is caught in the update anyway
-        probs = Categorical(logits=logits, validate_args=False)
+        probs = Categorical(logits=self.actor(hidden), validate_args=False)  # a non-finite loss is caught anyway
         if action is None:
             action = probs.sample()
         return action, probs.log_prob(action), probs.entropy(), self.critic(hidden.detach())
@@ -279,32 +208,17 @@ class Agent(nn.Module):
         return self.actor(self.network(x / 255.0))
 
     def get_pi_value_and_aux_value(self, x):
-        """The policy's logits, the value head (on detached features) and the auxiliary value head."""
         hidden = self.network(x / 255.0)
         return self.actor(hidden), self.critic(hidden.detach()), self.aux_critic(hidden)
 
 
-def reset_step_mask(dones, last_done):
-    """Which steps of a rollout are trained on: (T, N) of 1.0, and 0.0 at envpool's reset steps.
-
-    `dones` (T, N) marks the steps where a game ended; `last_done` (N,) is the previous rollout's last row
-    of `dones` (zeros before the first rollout). The step after a done is a reset step: its action was
-    ignored, its observation is the ended game's final one, so valid[t] = 1 - dones[t - 1].
-    """
+def reset_step_mask(dones, last_done):  # (T, N): 0 at envpool's reset steps; last_done: the last rollout's dones[-1]
     return 1.0 - torch.cat([last_done[None], dones[:-1]])
 
 
 def compute_gae(rewards, values, dones, terminations, next_value, gamma, gae_lambda):
-    """GAE(γ, λ) advantages and λ-returns for a rollout of T steps from N envpool (NEXT_STEP) envs.
-
-    All inputs are (T, N) tensors except `next_value` (N,), the value of the observation after the last
-    step. `dones[t]` marks a game that ended at step t (terminated or truncated), `terminations[t]` the
-    ones that ended in a terminal state. The observation after a done step is the game's true final one,
-    so values[t + 1] (or `next_value`) is the bootstrap of a truncated game, and a terminal state
-    bootstraps nothing: δ_t = r_t + γ (1 - terminations[t]) V(obs[t + 1]) - V(obs[t]). The λ-chain is cut at
-    every done, so the reset step after it (see `reset_step_mask`) never flows into the ended game.
-    Returns (advantages, returns), both (T, N); entries at reset steps are meaningless and must be masked.
-    """
+    """GAE advantages and λ-returns, (T, N). Under NEXT_STEP the observation after a done is the game's true final one:
+    values[t + 1] (or `next_value`) bootstraps a truncation, a termination nothing; the λ-chain stops at every done."""
     num_steps = rewards.shape[0]
     advantages = torch.zeros_like(rewards)
     lastgaelam = torch.zeros_like(next_value)
@@ -316,29 +230,18 @@ def compute_gae(rewards, values, dones, terminations, next_value, gamma, gae_lam
     return advantages, advantages + values
 
 
-def masked_mean(x, valid):
-    """The mean of `x` over the entries where `valid` (same shape, 0.0 or 1.0) is 1; 0 when none is."""
+def masked_mean(x, valid):  # the mean of `x` over the entries where `valid` is 1; 0 when none is
     return (x * valid).sum() / valid.sum().clamp(min=1.0)
 
 
-def normalize_advantages(advantages, valid):
-    """(A - mean) / (std + 1e-8) with the mean and the (unbiased) std taken over the valid entries only.
-    `advantages` and `valid` are (B,); invalid entries come out meaningless and must stay masked."""
-    count = valid.sum()
-    mean = (advantages * valid).sum() / count.clamp(min=1.0)
-    var = (((advantages - mean) ** 2) * valid).sum() / (count - 1.0).clamp(min=1.0)
+def normalize_advantages(advantages, valid):  # (A - mean) / (std + 1e-8), over the valid entries only
+    mean = masked_mean(advantages, valid)
+    var = (((advantages - mean) ** 2) * valid).sum() / (valid.sum() - 1.0).clamp(min=1.0)
     return (advantages - mean) / (var.sqrt() + 1e-8)
 
 
 def auxiliary_losses(old_logits, new_logits, values, aux_values, returns, valid):
-    """The losses of PPG's auxiliary phase on B samples, each a mean over the valid ones (`valid` (B,) is 0.0
-    at reset steps).
-
-    `old_logits` and `new_logits` (B, A) are the policy before the auxiliary phase and now; `values` and
-    `aux_values` (B,) the value head and the auxiliary value head; `returns` (B,) the policy phase's
-    λ-returns. Returns (kl_loss, real_value_loss, aux_value_loss): the behaviour-cloning distance
-    KL(π_old || π_new) = Σ_a π_old(a) (log π_old(a) - log π_new(a)), and 0.5 (V - return)^2 of each value head.
-    """
+    """(KL(π_old || π_new), 0.5 (V - return)^2, 0.5 (V_aux - return)^2), each a mean over the valid samples (B,)."""
     old_log_probs = F.log_softmax(old_logits, dim=-1)
     kl = (old_log_probs.exp() * (old_log_probs - F.log_softmax(new_logits, dim=-1))).sum(dim=-1)
     real_value_loss = 0.5 * masked_mean((values - returns) ** 2, valid)
@@ -346,344 +249,120 @@ def auxiliary_losses(old_logits, new_logits, values, aux_values, returns, valid)
     return masked_mean(kl, valid), real_value_loss, aux_value_loss
 
 
-def aux_buffer_bytes(args, obs_shape=(3, 64, 64), n_actions=15):
-    """Bytes of the auxiliary buffer (CPU memory): per observation of a policy phase, the uint8 frame, its
-    λ-return, its reset-step mask and the policy's logits before the auxiliary phase (float32). Every
-    Procgen game has 64x64 RGB observations and 15 actions."""
-    per_step = int(np.prod(obs_shape)) + 4 + 4 + 4 * n_actions
-    return args.n_iteration * args.num_envs * args.num_steps * per_step
+def aux_buffer_bytes(args, obs_shape=(3, 64, 64), n_actions=15):  # every Procgen game: 64x64 RGB frames, 15 actions
+    """The auxiliary buffer's CPU memory: per observation, its uint8 frame, λ-return, mask and old logits (float32)."""
+    return args.n_iteration * args.num_envs * args.num_steps * (int(np.prod(obs_shape)) + 4 + 4 + 4 * n_actions)
 
 
-def available_memory():
-    """Bytes of memory a new allocation can use (Linux MemAvailable, capped by a cgroup v2 memory
-    limit when the process runs in a container), or None where neither can be read."""
-    available = None
+def available_memory():  # bytes a new allocation can use (MemAvailable, capped by a cgroup v2 limit); None: unknown
     try:
         with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    available = int(line.split()[1]) * 1024
-    except OSError:
+            available = int(re.search(r"MemAvailable:\s+(\d+)", f.read())[1]) * 1024
+    except (OSError, TypeError):
         return None
     try:
-        with open("/sys/fs/cgroup/memory.max") as f:
-            limit = f.read().strip()
-        with open("/sys/fs/cgroup/memory.current") as f:
-            used = int(f.read())
-        if limit != "max" and available is not None:
-            available = min(available, int(limit) - used)
+        limit, used = (open(f"/sys/fs/cgroup/memory.{name}").read().strip() for name in ("max", "current"))
+        return available if limit == "max" else min(available, int(limit) - int(used))
     except (OSError, ValueError):
-        pass
-    return available
+        return available
 
 
-def aux_memory_error(args, headroom=2**30):
-    """Why the auxiliary buffer cannot fit in memory as one line (None when it fits or memory is unknown).
-    It fills up over a whole policy phase; refusing at start-up is kinder than running out of memory at the
-    end of it. `headroom` (bytes) is left for the networks, the rollout and the envs."""
-    needed = aux_buffer_bytes(args)
-    available = available_memory()
-    if available is not None and needed + headroom > available:
-        return (
-            f"the auxiliary buffer needs {needed / 2**30:.1f} GiB (--n-iteration {args.n_iteration} x --num-envs "
-            f"{args.num_envs} x --num-steps {args.num_steps} observations) plus {headroom / 2**30:.0f} GiB for the rest, "
-            f"but only {available / 2**30:.1f} GiB of memory is available; lower --n-iteration, --num-envs or --num-steps"
-        )
-    return None
-
-
-def env_error(env_id):
-    """Why this script cannot run `env_id`, as one line, or None when it is an envpool Procgen game."""
-    script = os.path.basename(__file__)
-    try:
-        spec = envpool.make_spec(env_id)
-    except KeyError:
-        import difflib
-
-        pattern = r"[A-Z][a-z]+(Easy|Hard|Extreme|Memory|Exploration)-v0"
-        procgen_ids = [name for name in envpool.list_all_envs() if re.fullmatch(pattern, name)]
-        easy = f"{re.sub(r'-v[0-9]+$', '', env_id).capitalize()}Easy-v0"  # procgen's own names, e.g. starpilot
-        close = [easy] if easy in procgen_ids else difflib.get_close_matches(env_id, procgen_ids, n=1)
-        hint = f"; did you mean {close[0]}?" if close else ", e.g. StarpilotEasy-v0 or BigfishHard-v0"
-        return f"{env_id} is not an envpool env id; {script} needs an envpool Procgen game{hint}"
-    except Exception as e:  # a module envpool cannot load (Procgen needs the Qt5 runtime)
-        reason = (str(e).splitlines() or [""])[0] or type(e).__name__
-        return f"cannot load envpool's {env_id} ({reason})"
-    if type(spec).__name__ != "ProcgenEnvSpec":
-        return f"{env_id} is not an envpool Procgen game; {script} needs one, e.g. StarpilotEasy-v0 or BigfishHard-v0"
-    return None
+def env_error(env_id):  # why this script cannot run `env_id` (cleanrl_utils/enjoy.py asks too), as one line, or None
+    games = [i for i, (module, *_) in envpool.registration.registry.specs.items() if module == "envpool.procgen"]
+    close = sorted({f"{env_id.capitalize()}Easy-v0"} & set(games)) or difflib.get_close_matches(env_id, games, n=1)
+    hint = f"did you mean {close[0]}? " if close else ""  # upstream's ids: bigfish -> BigfishEasy-v0
+    return None if env_id in games else f"{env_id} is not an envpool Procgen game; {hint}{SCRIPT} needs one"
 
 
 def validation_error(args):
-    """The first problem with the command-line values as one line, or None when all is well."""
-    for name in ("num_envs", "num_steps", "num_minibatches", "n_iteration", "e_policy", "v_value", "e_auxiliary"):
-        if getattr(args, name) < 1:
-            return f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}"
-    if not 0 <= args.seed <= 2**31 - args.num_envs:
-        return f"--seed must be in [0, 2**31 - {args.num_envs}] (envpool seeds sub-env i with int32 seed + i), got {args.seed}"
-    if "/" in args.exp_name or "__" in args.exp_name or not args.exp_name:
-        return f"--exp-name {args.exp_name!r} must be non-empty, without '/' or '__' (they split run names)"
-    run_name_bytes = len(f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}".encode())
-    if run_name_bytes > 255:
-        return f"the run name would be {run_name_bytes} bytes, more than a folder name can hold (255); shorten --exp-name"
-    batch_size = args.num_envs * args.num_steps
-    if batch_size % args.num_minibatches != 0:
-        return (
-            f"the batch of {batch_size} steps (--num-envs {args.num_envs} x --num-steps {args.num_steps}) "
-            f"does not split into --num-minibatches {args.num_minibatches}; pick a divisor of {batch_size}"
-        )
-    if args.adv_norm_fullbatch and batch_size < 2:
-        return "a batch of 1 step cannot normalise advantages; use more --num-envs or --num-steps, or --no-adv-norm-fullbatch"
-    phase_size = args.n_iteration * batch_size
-    if args.total_timesteps < phase_size:
-        return (
-            f"--total-timesteps {args.total_timesteps} is below one phase ({phase_size} steps: --n-iteration "
-            f"{args.n_iteration} x {batch_size}-step batches), so no auxiliary phase would run"
-        )
-    for name in ("num_aux_rollouts", "n_aux_grad_accum"):
-        if getattr(args, name) < 1:
-            return f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}"
-    aux_rollouts = args.n_iteration * args.num_envs
-    if aux_rollouts % args.num_aux_rollouts != 0:
-        return (
-            f"the auxiliary buffer's {aux_rollouts} rollouts (--n-iteration {args.n_iteration} x --num-envs "
-            f"{args.num_envs}) do not split into minibatches of --num-aux-rollouts {args.num_aux_rollouts}"
-        )
-    if (aux_rollouts // args.num_aux_rollouts) % args.n_aux_grad_accum != 0:
-        return (
-            f"the {aux_rollouts // args.num_aux_rollouts} auxiliary minibatches of an epoch do not split into "
-            f"optimizer steps of --n-aux-grad-accum {args.n_aux_grad_accum}"
-        )
-    for name in ("gamma", "gae_lambda"):
-        if not 0.0 <= getattr(args, name) <= 1.0:
-            return f"--{name.replace('_', '-')} must be in [0, 1], got {getattr(args, name)}"
-    float32_max = float(np.finfo(np.float32).max)  # the update computes in float32
-    for name in ("learning_rate", "clip_coef", "max_grad_norm"):
-        if not 0.0 < getattr(args, name) <= float32_max:
-            return f"--{name.replace('_', '-')} must be positive and finite in float32, got {getattr(args, name)}"
-    # Adam's first step divides the learning rate by 1 - β1 = 0.1, in float32
-    if args.learning_rate > float32_max / 10:
-        return f"--learning-rate must be positive and at most {float32_max / 10:.1e} (Adam), got {args.learning_rate}"
-    for name in ("ent_coef", "vf_coef", "beta_clone"):
-        if not 0.0 <= getattr(args, name) <= float32_max:
-            return f"--{name.replace('_', '-')} must be non-negative and finite in float32, got {getattr(args, name)}"
-    if args.target_kl is not None and not 0.0 < args.target_kl <= float32_max:
-        return f"--target-kl must be positive and finite in float32, got {args.target_kl}"
-    error = env_error(args.env_id)
-    if error is not None:
-        return error
-    limit = game_time_limit(args.env_id)
-    if args.max_episode_steps is not None and not 1 <= args.max_episode_steps <= limit:
-        return (
-            f"--max-episode-steps must be in [1, {limit}] ({args.env_id} ends every game after {limit} steps), "
-            f"got {args.max_episode_steps}"
-        )
-    error = aux_memory_error(args)
-    if error is not None:
-        return error
-    if args.upload_model:
-        error = upload_error(args)
-        if error is not None:
-            return error
-    if args.capture_video:
-        try:
-            import moviepy  # noqa: F401
-        except ImportError:
-            return "--capture-video needs moviepy (pip install moviepy)"
-    return None
+    sizes = "num_envs num_steps num_minibatches n_iteration e_policy v_value e_auxiliary num_aux_rollouts n_aux_grad_accum"
+    batch, mbs, available = args.num_envs * args.num_steps, max(args.num_minibatches, 1), available_memory() or float("inf")
+    limit, needed, sizes = envpool.make_spec(args.env_id).config.max_episode_steps, aux_buffer_bytes(args), sizes.split()
+    checks = [
+        (min(getattr(args, k) for k in sizes) < 1, f"--{', --'.join(k.replace('_', '-') for k in sizes)} must be at least 1"),
+        (not 0 <= args.seed <= 2**31 - args.num_envs, f"--seed must be in [0, 2**31 - {args.num_envs}], got {args.seed}"),
+        (not re.fullmatch(r"[\w.-]{1,150}", args.exp_name) or "__" in args.exp_name,
+         f"--exp-name {args.exp_name!r} must be a folder name: up to 150 letters, digits, '.', '-' and single '_'"),
+        (batch % mbs, f"the batch of {batch} steps does not split into --num-minibatches {args.num_minibatches}"),
+        (not all(0 <= getattr(args, k) <= 1 for k in ("gamma", "gae_lambda")), "--gamma and --gae-lambda must be in [0, 1]"),
+        (not 0 < args.learning_rate < 3.4e37,  # Adam's first step divides it by 0.1 in float32
+         f"--learning-rate must be positive and finite in float32, got {args.learning_rate}"),
+        (args.max_episode_steps is not None and not 1 <= args.max_episode_steps <= limit,
+         f"--max-episode-steps must be in [1, {limit}] ({args.env_id} ends every game after {limit} steps)"),
+        (needed + 2**30 > available, f"the auxiliary buffer needs {needed / 2**30:.1f} GiB (and 1 GiB for the rest) but only "
+         f"{available / 2**30:.1f} GiB of memory is available; lower --n-iteration, --num-envs or --num-steps"),
+        (args.capture_video and not importlib.util.find_spec("moviepy"), "--capture-video needs moviepy: pip install moviepy"),
+    ]  # fmt: skip
+    return next((message for failed, message in checks if failed), None)
 
 
-def hf_repo_id(args, entity):
-    """The Hub repository a run is pushed to, CleanRL's naming: `{entity}/{env_id}-{exp_name}-seed{seed}`."""
-    return f"{entity}/{args.env_id.replace('/', '-')}-{args.exp_name}-seed{args.seed}"
+def fail(message):  # stops before anything is created: one line on stderr, exit code 2
+    print(f"{SCRIPT}: {message}", file=sys.stderr)
+    sys.exit(2)
 
 
-def upload_error(args):
-    """What stops --upload-model before the run starts, as one line, or None. No network call: the token
-    is only looked up where huggingface_hub keeps it (HF_TOKEN, then the file `hf auth login` writes)."""
-    if not args.save_model:
-        return "--upload-model pushes the saved model and its evaluation; add --save-model"
-    try:
-        from huggingface_hub import get_token
-        from huggingface_hub.utils import HFValidationError, validate_repo_id
-    except ImportError:
-        return "--upload-model needs huggingface_hub (pip install huggingface-hub)"
-    repo_id = hf_repo_id(args, args.hf_entity or "user")
-    try:
-        validate_repo_id(repo_id)
-    except HFValidationError:
-        return (
-            f"{repo_id!r} is not a valid Hub repository id: a name of letters, digits, -, _ and . (no '--' or '..', "
-            "no - or . at either end), 96 characters at most; change --hf-entity or --exp-name"
-        )
-    if get_token() is None:
-        return (
-            "--upload-model needs a Hugging Face token: run `hf auth login` "
-            "(older huggingface_hub: `huggingface-cli login`) or set HF_TOKEN"
-        )
-    return None
-
-
-def model_card(args, repo_id, episodic_returns, video):
-    """The README.md of the Hub repository: metadata for the Hub, the evaluation, how to use and reproduce."""
-    import huggingface_hub
-
-    script = os.path.basename(__file__)
-    with open(__file__, "rb") as f:
-        script_sha256 = hashlib.sha256(f.read()).hexdigest()
-    mean, std = float(np.mean(episodic_returns)), float(np.std(episodic_returns))
-    command = shlex.join(["python", script, *sys.argv[1:]])
-    hyperparameters = "\n".join(f"| {key} | {value} |" for key, value in vars(args).items())
-    versions = [
-        platform.python_version(),
-        torch.__version__,
-        gym.__version__,
-        np.__version__,
-        envpool.__version__,
-        huggingface_hub.__version__,
-    ]
-    return f"""---
-tags:
-- {args.env_id}
-- deep-reinforcement-learning
-- reinforcement-learning
-- custom-implementation
-library_name: cleanrl
-model-index:
-- name: PPG
-  results:
-  - task:
-      type: reinforcement-learning
-      name: reinforcement-learning
-    dataset:
-      name: {args.env_id}
-      type: {args.env_id}
-    metrics:
-    - type: mean_reward
-      value: {mean:.2f} +/- {std:.2f}
-      name: mean_reward
-      verified: false
----
-
-# PPG agent playing {args.env_id}
-
-A PPG (Phasic Policy Gradient) agent with the IMPALA CNN trained on the envpool Procgen game
-`{args.env_id}` by CleanRL's single-file script [`{script}`]({script}), which is included in this repository
-with the checkpoint `{args.exp_name}.cleanrl_model` and the TensorBoard logs of the run.
-
-## Evaluation
-
-Episodic return (raw game score) over {len(episodic_returns)} evaluation episodes: **{mean:.2f} ± {std:.2f}** (mean ± std).
-{"The video `" + video + "` shows an evaluation episode." if video else ""}
-
-## Use
-
-```
-python -m cleanrl_utils.enjoy --exp-name {args.exp_name} --hf-repository {repo_id}
-```
-
-## Reproduce
-
-```
-{command}
-```
-
-## Hyperparameters
-
-| param | value |
-|-|-|
-{hyperparameters}
-
-## Versions
-
-| python | torch | gymnasium | numpy | envpool | huggingface_hub | {script} sha256 |
-|-|-|-|-|-|-|-|
-| {" | ".join(versions)} | {script_sha256} |
-"""
-
-
-def push_to_hub(args, run_name, episodic_returns, attempts=3):
-    """Pushes the run to the Hub in one commit: checkpoint, model card (also written to runs/{run_name}/README.md),
-    the last evaluation video as replay.mp4, the TensorBoard events and this script. Commits are not retried by
-    huggingface_hub, so network errors, 5xx and 429 are retried here (`attempts` in all, waiting 1 s, 2 s, ...);
-    other client errors (401, 403, 404) are raised at once. Returns the repository's url."""
-    from huggingface_hub import CommitOperationAdd, HfApi
-
-    api = HfApi()  # the endpoint (HF_ENDPOINT) and the token (HF_TOKEN or the saved one) come from huggingface_hub
-    run_dir = f"runs/{run_name}"
-    video_dir = f"videos/{run_name}-eval"
-    videos = sorted(
-        (name for name in os.listdir(video_dir) if name.endswith(".mp4")) if os.path.isdir(video_dir) else [],
-        key=lambda name: [int(n) for n in re.findall(r"\d+", name)],
-    )
-    files = {f"{args.exp_name}.cleanrl_model": f"{run_dir}/{args.exp_name}.cleanrl_model"}
-    files |= {name: f"{run_dir}/{name}" for name in sorted(os.listdir(run_dir)) if name.startswith("events.out.tfevents")}
-    files[os.path.basename(__file__)] = __file__
-    if videos:
-        files["replay.mp4"] = f"{video_dir}/{videos[-1]}"
-    for attempt in range(1, attempts + 1):
-        try:
-            repo_id = hf_repo_id(args, args.hf_entity or api.whoami()["name"])
-            card_path = f"{run_dir}/README.md"
-            with open(card_path, "w") as f:
-                f.write(model_card(args, repo_id, episodic_returns, "replay.mp4" if videos else None))
-            repo_url = api.create_repo(repo_id, exist_ok=True)
-            operations = [CommitOperationAdd(path_in_repo, local) for path_in_repo, local in files.items()]
-            operations.append(CommitOperationAdd("README.md", card_path))
-            api.create_commit(repo_id, operations, commit_message=f"{args.exp_name} on {args.env_id}: run {run_name}")
-            return str(repo_url)
-        except Exception as e:
-            status = getattr(getattr(e, "response", None), "status_code", None)
-            if attempt == attempts or (status is not None and status < 500 and status != 429):
-                raise
-            time.sleep(2 ** (attempt - 1))
-
-
-def evaluate(model_path, eval_episodes, run_name, device, capture_video=False):
-    """Runs the saved agent for `eval_episodes` games; returns their raw game scores."""
+def evaluate(model_path, eval_episodes, run_name, device, capture_video=False):  # the raw scores of new levels' games
     checkpoint = torch.load(model_path, map_location=device, weights_only=True)
-    saved = checkpoint["args"]
-    # other levels than training's: envpool seeds sub-env 0 with this int32 seed
+    saved = checkpoint["args"]  # envpool seeds sub-env 0 with an int32
     envs = make_env(saved["env_id"], 1, (saved["seed"] + 100_000) % 2**31, saved["max_episode_steps"], capture_video)
     agent = Agent(envs.single_observation_space.shape, envs.single_action_space.n).to(device)
     agent.load_state_dict(checkpoint["model"])
-    agent.eval()
-    obs, _ = envs.reset()
-    recorder = GameVideoRecorder(envs, f"videos/{run_name}-eval") if capture_video else None
+    obs, recorder = envs.reset()[0], GameVideoRecorder(envs, f"videos/{run_name}-eval") if capture_video else None
     episodic_returns, score = [], 0.0
     while len(episodic_returns) < eval_episodes:
         with torch.no_grad():
-            actions, _, _, _ = agent.get_action_and_value(torch.as_tensor(obs, device=device))
+            actions = agent.get_action_and_value(torch.as_tensor(obs, device=device))[0]
         obs, _, terminated, truncated, infos = envs.step(actions.cpu().numpy())
         score += float(infos["reward"][0])
-        game_over = bool(terminated[0] or truncated[0])
         if recorder is not None:
-            recorder.step(game_over)
-        if game_over:
-            episodic_returns.append(score)
-            score = 0.0
+            recorder.step(bool(terminated[0] or truncated[0]))
+        if terminated[0] or truncated[0]:
+            episodic_returns, score = episodic_returns + [score], 0.0
     envs.close()
     return episodic_returns
 
 
 if __name__ == "__main__":
-    import tyro
-
     args = tyro.cli(Args)
-    error = validation_error(args)
-    if error is not None:
-        print(f"{os.path.basename(__file__)}: {error}", file=sys.stderr)
-        sys.exit(2)
+    if error := env_error(args.env_id) or validation_error(args):
+        fail(error)
+    if args.upload_model:  # the Hub upload is shared plumbing, in cleanrl_utils/huggingface.py
+        hub = importlib.util.find_spec("cleanrl_utils") and importlib.import_module("cleanrl_utils.huggingface")
+        error = hub.upload_error(args) if hub else "--upload-model needs cleanrl_utils (pip install -e . in a cleanrl clone)"
+        if error:
+            fail(error)
     args.batch_size = int(args.num_envs * args.num_steps)
     args.minibatch_size = int(args.batch_size // args.num_minibatches)
     args.num_phases = args.total_timesteps // (args.n_iteration * args.batch_size)
     args.num_iterations = args.num_phases * args.n_iteration
     args.aux_batch_rollouts = int(args.num_envs * args.n_iteration)
-    if args.total_timesteps != args.num_iterations * args.batch_size:
-        print(
-            f"running {args.num_iterations * args.batch_size} steps: --total-timesteps rounded down to whole phases "
-            f"(--n-iteration {args.n_iteration} x {args.batch_size}-step batches)"
-        )
+    if args.num_phases == 0:
+        print(f"{SCRIPT}: warning: the run ends before its first gradient step (--total-timesteps below one phase)")
+    elif args.total_timesteps != args.num_iterations * args.batch_size:
+        print(f"running {args.num_iterations * args.batch_size} steps: --total-timesteps rounded down to whole phases")
+
+    run_time = int(time.time())
+    while os.path.exists(f"runs/{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"):
+        run_time += 1  # a run that started in the same second owns that name
+    run_name = f"{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"
+    if args.track:
+        import wandb
+
+        try:
+            wandb.init(project=args.wandb_project_name, entity=args.wandb_entity, name=run_name, config=vars(args),
+                       sync_tensorboard=True, save_code=True)  # fmt: skip
+        except Exception as e:  # not logged in, no network, unknown entity: stop before anything is written
+            reason = (str(e).splitlines() or [type(e).__name__])[0]
+            fail(f"--track could not start a W&B run ({reason}); run `wandb login` or set WANDB_MODE=offline")
+    writer = SummaryWriter(f"runs/{run_name}")
+    table = "\n".join(f"|{key}|{value}|" for key, value in vars(args).items())
+    writer.add_text("hyperparameters", f"|param|value|\n|-|-|\n{table}")
+    uploaded_videos = set()
+
+    def upload_videos(folder):  # W&B gets each finished video once (the videos are written by this script)
+        for path in sorted(set(glob.glob(f"{folder}/*.mp4")) - uploaded_videos) if args.track else []:
+            uploaded_videos.add(path)
+            wandb.log({"videos": wandb.Video(path, format="mp4")})
 
     random.seed(args.seed)
     np.random.seed(args.seed)
@@ -691,234 +370,156 @@ if __name__ == "__main__":
     torch.backends.cudnn.deterministic = args.torch_deterministic
     device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
 
-    run_time = int(time.time())
-    while True:  # another run that started in the same second already owns that name: take the next second
-        run_name = f"{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"
-        try:
-            os.makedirs(f"runs/{run_name}")
-            break
-        except FileExistsError:
-            run_time += 1
-    if args.track:
-        import wandb
-
-        try:
-            wandb.init(
-                project=args.wandb_project_name,
-                entity=args.wandb_entity,
-                sync_tensorboard=True,
-                config=vars(args),
-                name=run_name,
-                save_code=True,
-            )
-        except Exception as e:  # not logged in, no network, unknown entity: stop before anything is written
-            os.rmdir(f"runs/{run_name}")
-            if not os.listdir("runs"):
-                os.rmdir("runs")
-            reason = (str(e).splitlines() or [type(e).__name__])[0]
-            print(
-                f"{os.path.basename(__file__)}: --track could not start a W&B run ({reason}); "
-                "run `wandb login` or set WANDB_MODE=offline",
-                file=sys.stderr,
-            )
-            sys.exit(2)
-    writer = SummaryWriter(f"runs/{run_name}")
-    writer.add_text(
-        "hyperparameters",
-        "|param|value|\n|-|-|\n" + "\n".join(f"|{key}|{value}|" for key, value in vars(args).items()),
-    )
-    uploaded_videos = set()
-
-    def upload_new_videos(video_dir):
-        # W&B gets each finished video once, explicitly (the videos are written by this script, not a wrapper)
-        if args.track and os.path.isdir(video_dir):
-            for name in sorted(os.listdir(video_dir)):
-                path = os.path.join(video_dir, name)  # the eval videos reuse the training videos' names
-                if name.endswith(".mp4") and path not in uploaded_videos:
-                    uploaded_videos.add(path)
-                    wandb.log({"videos": wandb.Video(path, format="mp4")})
-
-    # envpool seeds the levels when the env is made (sub-env i gets seed + i); reset(seed=...) is ignored
-    envs = make_env(args.env_id, args.num_envs, args.seed, args.max_episode_steps, args.capture_video)
-    envs = gym.wrappers.vector.NormalizeReward(envs, gamma=args.gamma)
-    envs = gym.wrappers.vector.ClipReward(envs, min_reward=-10.0, max_reward=10.0)
+    envs = make_env(args.env_id, args.num_envs, args.seed, args.max_episode_steps, args.capture_video)  # levels: seed + i
+    print(f"{args.env_id}: time limit {envs.max_episode_steps} steps (the game's own: {envs.spec.config.max_episode_steps}); "
+          f"rewards divided by a running std of the discounted return (γ {args.gamma}) and clipped to ±10 for learning")
+    envs = gym.wrappers.vector.ClipReward(gym.wrappers.vector.NormalizeReward(envs, gamma=args.gamma), -10.0, 10.0)
     envs.action_space.seed(args.seed)
-    limit = game_time_limit(args.env_id)
-    print(
-        f"{args.env_id}: procgen's {envpool.make_spec(args.env_id).config.env_name} on unlimited levels, no frame skip, "
-        f"no sticky actions; time limit {args.max_episode_steps or limit} steps (the game's own: {limit}); for "
-        f"learning, rewards are divided by a running std of the discounted return (γ {args.gamma}) and clipped to ±10"
-    )
-
     agent = Agent(envs.single_observation_space.shape, envs.single_action_space.n).to(device)
     optimizer = optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-8)
 
-    # frames stay uint8 in the rollout buffer (4x smaller); the agent scales them by 1/255
     obs = torch.zeros((args.num_steps, args.num_envs) + envs.single_observation_space.shape, dtype=torch.uint8).to(device)
     actions = torch.zeros((args.num_steps, args.num_envs) + envs.single_action_space.shape, dtype=torch.long).to(device)
-    logprobs = torch.zeros((args.num_steps, args.num_envs)).to(device)
-    rewards = torch.zeros((args.num_steps, args.num_envs)).to(device)
-    dones = torch.zeros((args.num_steps, args.num_envs)).to(device)
-    terminations = torch.zeros((args.num_steps, args.num_envs)).to(device)
-    values = torch.zeros((args.num_steps, args.num_envs)).to(device)
-    # the auxiliary buffer, in CPU memory, one row per rollout (an env's num_steps steps of one iteration), so
-    # that auxiliary minibatches of whole rollouts are contiguous; every row is written before it is read
+    logprobs, rewards, dones, terminations, values = torch.zeros((5, args.num_steps, args.num_envs)).to(device)
+    # the auxiliary buffer, in CPU memory, one row per rollout (one env's num_steps steps of one iteration)
     obs_shape, n_actions = envs.single_observation_space.shape, envs.single_action_space.n
     aux_obs = torch.empty((args.aux_batch_rollouts, args.num_steps) + obs_shape, dtype=torch.uint8)
-    aux_returns = torch.empty((args.aux_batch_rollouts, args.num_steps))
-    aux_valid = torch.empty((args.aux_batch_rollouts, args.num_steps))
+    aux_returns, aux_valid = torch.empty((2, args.aux_batch_rollouts, args.num_steps))
     aux_old_logits = torch.empty((args.aux_batch_rollouts, args.num_steps, n_actions))
-    print(
-        f"auxiliary buffer: --n-iteration {args.n_iteration} x --num-envs {args.num_envs} x --num-steps {args.num_steps} "
-        f"= {args.aux_batch_rollouts * args.num_steps} observations, {aux_buffer_bytes(args) / 2**30:.2f} GiB of CPU memory"
-    )
-
+    print(f"auxiliary buffer: --n-iteration {args.n_iteration} x --num-envs {args.num_envs} x --num-steps {args.num_steps} "
+          f"= {args.aux_batch_rollouts * args.num_steps} observations, {aux_buffer_bytes(args) / 2**30:.2f} GiB of CPU memory")
     global_step = 0
-    start_time = time.time()
-    last_print = start_time
+    start_time = last_print = time.time()
     recent_returns = deque(maxlen=20)
     episode_scores = np.zeros(args.num_envs)
-    next_obs, _ = envs.reset()
+    next_obs = torch.as_tensor(envs.reset()[0], device=device)
     recorder = GameVideoRecorder(envs, f"videos/{run_name}") if args.capture_video else None
-    next_obs = torch.as_tensor(next_obs, device=device)
     last_done = torch.zeros(args.num_envs, device=device)  # the previous rollout's last row of `dones`
 
-    iteration = 0
-    for _phase in range(1, args.num_phases + 1):
-        for update in range(1, args.n_iteration + 1):  # the policy phase
-            iteration += 1
-            if args.anneal_lr:
-                frac = 1.0 - (iteration - 1.0) / args.num_iterations
-                optimizer.param_groups[0]["lr"] = frac * args.learning_rate
+    for iteration in range(1, args.num_iterations + 1):
+        if args.anneal_lr:
+            frac = 1.0 - (iteration - 1.0) / args.num_iterations
+            optimizer.param_groups[0]["lr"] = frac * args.learning_rate
 
-            for step in range(0, args.num_steps):
-                global_step += args.num_envs
-                obs[step] = next_obs
-
-                with torch.no_grad():
-                    action, logprob, _, value = agent.get_action_and_value(next_obs)
-                    values[step] = value.flatten()
-                actions[step] = action
-                logprobs[step] = logprob
-
-                next_obs, reward, termination, truncation, infos = envs.step(action.cpu().numpy())
-                done = termination | truncation
-                rewards[step] = torch.as_tensor(reward, dtype=torch.float32, device=device)
-                terminations[step] = torch.as_tensor(termination, dtype=torch.float32, device=device)
-                dones[step] = torch.as_tensor(done, dtype=torch.float32, device=device)
-                next_obs = torch.as_tensor(next_obs, device=device)
-
-                episode_scores += infos["reward"]
-                if recorder is not None:
-                    recorder.step(bool(done[0]))
-                for i in np.nonzero(done)[0]:
-                    recent_returns.append(float(episode_scores[i]))
-                    writer.add_scalar("charts/episodic_return", episode_scores[i], global_step)
-                    writer.add_scalar("charts/episodic_length", infos["elapsed_step"][i], global_step)
-                    episode_scores[i] = 0.0
+        for step in range(0, args.num_steps):
+            global_step += args.num_envs
+            obs[step] = next_obs
 
             with torch.no_grad():
-                next_value = agent.get_value(next_obs).flatten()
-                advantages, returns = compute_gae(
-                    rewards, values, dones, terminations, next_value, args.gamma, args.gae_lambda
-                )
-                valid = reset_step_mask(dones, last_done)
-                last_done = dones[-1].clone()
+                action, logprob, _, value = agent.get_action_and_value(next_obs)
+                values[step] = value.flatten()
+            actions[step] = action
+            logprobs[step] = logprob
 
-            b_obs = obs.reshape((-1,) + envs.single_observation_space.shape)
-            b_logprobs = logprobs.reshape(-1)
-            b_actions = actions.reshape((-1,) + envs.single_action_space.shape)
-            b_advantages = advantages.reshape(-1)
-            b_returns = returns.reshape(-1)
-            b_values = values.reshape(-1)
-            b_valid = valid.reshape(-1)
-            if args.adv_norm_fullbatch:
-                b_advantages = normalize_advantages(b_advantages, b_valid)
+            next_obs, reward, termination, truncation, infos = envs.step(action.cpu().numpy())
+            done = termination | truncation
+            rewards[step] = torch.as_tensor(reward, dtype=torch.float32, device=device)
+            terminations[step] = torch.as_tensor(termination, dtype=torch.float32, device=device)
+            dones[step] = torch.as_tensor(done, dtype=torch.float32, device=device)
+            next_obs = torch.as_tensor(next_obs, device=device)
 
-            b_inds = np.arange(args.batch_size)
-            clipfracs = []
-            # E_π epochs train the policy and E_V epochs the value head; the first min(E_π, E_V) train both
-            for epoch in range(max(args.e_policy, args.v_value)):
-                np.random.shuffle(b_inds)
-                for start in range(0, args.batch_size, args.minibatch_size):
-                    end = start + args.minibatch_size
-                    mb_inds = b_inds[start:end]
-                    mb_valid = b_valid[mb_inds]  # reset steps count in no loss
+            episode_scores += infos["reward"]  # the raw game score, before the reward scaling
+            if recorder is not None:
+                recorder.step(bool(done[0]))
+            for i in np.nonzero(done)[0]:
+                recent_returns.append(float(episode_scores[i]))
+                writer.add_scalar("charts/episodic_return", episode_scores[i], global_step)
+                writer.add_scalar("charts/episodic_length", infos["elapsed_step"][i], global_step)
+                episode_scores[i] = 0.0
 
-                    _, newlogprob, entropy, newvalue = agent.get_action_and_value(b_obs[mb_inds], b_actions[mb_inds])
-                    logratio = newlogprob - b_logprobs[mb_inds]
-                    ratio = logratio.exp()
+        with torch.no_grad():
+            next_value = agent.get_value(next_obs).flatten()
+            advantages, returns = compute_gae(rewards, values, dones, terminations, next_value, args.gamma, args.gae_lambda)
+            valid = reset_step_mask(dones, last_done)
+            last_done = dones[-1].clone()
 
-                    with torch.no_grad():
-                        # http://joschu.net/blog/kl-approx.html
-                        old_approx_kl = masked_mean(-logratio, mb_valid)
-                        approx_kl = masked_mean((ratio - 1) - logratio, mb_valid)
-                        clipfracs.append(masked_mean(((ratio - 1.0).abs() > args.clip_coef).float(), mb_valid))
+        b_obs = obs.reshape((-1,) + envs.single_observation_space.shape)
+        b_logprobs = logprobs.reshape(-1)
+        b_actions = actions.reshape((-1,) + envs.single_action_space.shape)
+        b_advantages = advantages.reshape(-1)
+        b_returns = returns.reshape(-1)
+        b_values = values.reshape(-1)
+        b_valid = valid.reshape(-1)
+        if args.adv_norm_fullbatch:
+            b_advantages = normalize_advantages(b_advantages, b_valid)
 
-                    mb_advantages = b_advantages[mb_inds]
-                    pg_loss1 = -mb_advantages * ratio
-                    pg_loss2 = -mb_advantages * torch.clamp(ratio, 1 - args.clip_coef, 1 + args.clip_coef)
-                    pg_loss = masked_mean(torch.max(pg_loss1, pg_loss2), mb_valid)
+        b_inds = np.arange(args.batch_size)
+        clipfracs = []
+        for epoch in range(max(args.e_policy, args.v_value)):  # the first min(E_π, E_V) epochs train both
+            np.random.shuffle(b_inds)
+            for start in range(0, args.batch_size, args.minibatch_size):
+                end = start + args.minibatch_size
+                mb_inds = b_inds[start:end]
+                mb_valid = b_valid[mb_inds]  # reset steps count in no loss
 
-                    newvalue = newvalue.view(-1)
-                    if args.clip_vloss:
-                        v_loss_unclipped = (newvalue - b_returns[mb_inds]) ** 2
-                        v_clipped = b_values[mb_inds] + torch.clamp(
-                            newvalue - b_values[mb_inds], -args.clip_coef, args.clip_coef
-                        )
-                        v_loss_clipped = (v_clipped - b_returns[mb_inds]) ** 2
-                        v_loss = 0.5 * masked_mean(torch.max(v_loss_unclipped, v_loss_clipped), mb_valid)
-                    else:
-                        v_loss = 0.5 * masked_mean((newvalue - b_returns[mb_inds]) ** 2, mb_valid)
+                _, newlogprob, entropy, newvalue = agent.get_action_and_value(b_obs[mb_inds], b_actions[mb_inds])
+                logratio = newlogprob - b_logprobs[mb_inds]
+                ratio = logratio.exp()
 
-                    entropy_loss = masked_mean(entropy, mb_valid)
-                    loss = (pg_loss - args.ent_coef * entropy_loss) * (epoch < args.e_policy)
-                    loss = loss + v_loss * args.vf_coef * (epoch < args.v_value)
+                with torch.no_grad():
+                    # http://joschu.net/blog/kl-approx.html
+                    old_approx_kl = masked_mean(-logratio, mb_valid)
+                    approx_kl = masked_mean((ratio - 1) - logratio, mb_valid)
+                    clipfracs.append(masked_mean(((ratio - 1.0).abs() > args.clip_coef).float(), mb_valid))
 
-                    optimizer.zero_grad()
-                    loss.backward()
-                    grad_norm = nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
-                    # one sync per minibatch: stop before a non-finite loss or gradient reaches the weights
-                    if not torch.isfinite(loss + grad_norm):
-                        script = os.path.basename(__file__)
-                        print(f"{script}: non-finite loss at global_step {global_step}; stopping", file=sys.stderr)
-                        writer.close()
-                        envs.close()
-                        sys.exit(1)
-                    optimizer.step()
+                mb_advantages = b_advantages[mb_inds]
+                pg_loss1 = -mb_advantages * ratio
+                pg_loss2 = -mb_advantages * torch.clamp(ratio, 1 - args.clip_coef, 1 + args.clip_coef)
+                pg_loss = masked_mean(torch.max(pg_loss1, pg_loss2), mb_valid)
 
-                if args.target_kl is not None and approx_kl > args.target_kl:
-                    break
+                newvalue = newvalue.view(-1)
+                if args.clip_vloss:
+                    v_loss_unclipped = (newvalue - b_returns[mb_inds]) ** 2
+                    v_clipped = b_values[mb_inds] + torch.clamp(newvalue - b_values[mb_inds], -args.clip_coef, args.clip_coef)
+                    v_loss_clipped = (v_clipped - b_returns[mb_inds]) ** 2
+                    v_loss = 0.5 * masked_mean(torch.max(v_loss_unclipped, v_loss_clipped), mb_valid)
+                else:
+                    v_loss = 0.5 * masked_mean((newvalue - b_returns[mb_inds]) ** 2, mb_valid)
 
-            trained = b_valid.bool().cpu().numpy()
-            y_pred, y_true = b_values.cpu().numpy()[trained], b_returns.cpu().numpy()[trained]
-            var_y = np.var(y_true) if len(y_true) > 0 else 0.0
-            explained_var = np.nan if var_y == 0 else 1 - np.var(y_true - y_pred) / var_y
+                entropy_loss = masked_mean(entropy, mb_valid)
+                loss = (pg_loss - args.ent_coef * entropy_loss) * (epoch < args.e_policy)
+                loss = loss + v_loss * args.vf_coef * (epoch < args.v_value)
 
-            sps = int(global_step / (time.time() - start_time))
-            writer.add_scalar("charts/learning_rate", optimizer.param_groups[0]["lr"], global_step)
-            writer.add_scalar("losses/value_loss", v_loss.item(), global_step)
-            writer.add_scalar("losses/policy_loss", pg_loss.item(), global_step)
-            writer.add_scalar("losses/entropy", entropy_loss.item(), global_step)
-            writer.add_scalar("losses/old_approx_kl", old_approx_kl.item(), global_step)
-            writer.add_scalar("losses/approx_kl", approx_kl.item(), global_step)
-            writer.add_scalar("losses/clipfrac", torch.stack(clipfracs).mean().item(), global_step)
-            writer.add_scalar("losses/explained_variance", explained_var, global_step)
-            writer.add_scalar("charts/SPS", sps, global_step)
-            if time.time() - last_print > 10 or iteration == args.num_iterations:
-                last_print = time.time()
-                recent = f"{np.mean(recent_returns):.2f}" if recent_returns else "n/a"
-                print(
-                    f"global_step={global_step}, episodic_return(last {len(recent_returns)})={recent}, SPS={sps}", flush=True
-                )
-            upload_new_videos(f"videos/{run_name}")
+                optimizer.zero_grad()
+                loss.backward()
+                grad_norm = nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
+                if not torch.isfinite(loss + grad_norm):  # one sync per minibatch: stop before NaN reaches the weights
+                    writer.close()
+                    sys.exit(f"{SCRIPT}: non-finite loss at global_step {global_step}; stopping")
+                optimizer.step()
 
-            rollouts = slice(args.num_envs * (update - 1), args.num_envs * update)
-            aux_obs[rollouts] = obs.transpose(0, 1).cpu()
-            aux_returns[rollouts] = returns.T.cpu()
-            aux_valid[rollouts] = valid.T.cpu()
+            if args.target_kl is not None and approx_kl > args.target_kl:
+                break
 
-        # the auxiliary phase: whole rollouts, num_aux_rollouts at a time
+        trained = b_valid.bool().cpu().numpy()
+        y_pred, y_true = b_values.cpu().numpy()[trained], b_returns.cpu().numpy()[trained]
+        var_y = np.var(y_true) if len(y_true) > 0 else 0.0
+        explained_var = np.nan if var_y == 0 else 1 - np.var(y_true - y_pred) / var_y
+
+        sps = int(global_step / (time.time() - start_time))
+        writer.add_scalar("charts/learning_rate", optimizer.param_groups[0]["lr"], global_step)
+        writer.add_scalar("losses/value_loss", v_loss.item(), global_step)
+        writer.add_scalar("losses/policy_loss", pg_loss.item(), global_step)
+        writer.add_scalar("losses/entropy", entropy_loss.item(), global_step)
+        writer.add_scalar("losses/old_approx_kl", old_approx_kl.item(), global_step)
+        writer.add_scalar("losses/approx_kl", approx_kl.item(), global_step)
+        writer.add_scalar("losses/clipfrac", torch.stack(clipfracs).mean().item(), global_step)
+        writer.add_scalar("losses/explained_variance", explained_var, global_step)
+        writer.add_scalar("charts/SPS", sps, global_step)
+        if time.time() - last_print > 10 or iteration == args.num_iterations:
+            last_print = time.time()
+            recent = f"{np.mean(recent_returns):.2f}" if recent_returns else "n/a"
+            print(f"global_step={global_step}, episodic_return(last {len(recent_returns)})={recent}, SPS={sps}", flush=True)
+            upload_videos(f"videos/{run_name}")
+
+        update = (iteration - 1) % args.n_iteration  # the rollouts' rows in the auxiliary buffer
+        rollouts = slice(args.num_envs * update, args.num_envs * (update + 1))
+        aux_obs[rollouts] = obs.transpose(0, 1).cpu()
+        aux_returns[rollouts] = returns.T.cpu()
+        aux_valid[rollouts] = valid.T.cpu()
+        if iteration % args.n_iteration != 0:  # the policy phase goes on
+            continue
+        # the auxiliary phase, after every n_iteration iterations: whole rollouts, num_aux_rollouts at a time
         with torch.no_grad():  # the policy to hold on to while the value heads learn
             for start in range(0, args.aux_batch_rollouts, args.num_aux_rollouts):
                 rollouts = slice(start, start + args.num_aux_rollouts)
@@ -944,20 +545,18 @@ if __name__ == "__main__":
                 # L_joint (auxiliary value + β_clone KL) for the trunk and policy, L_value for the value head
                 loss = aux_value_loss + args.beta_clone * kl_loss + real_value_loss
                 (loss / args.n_aux_grad_accum).backward()
-                if (i + 1) % args.n_aux_grad_accum == 0:
+                if (i + 1) % args.n_aux_grad_accum == 0 or start + args.num_aux_rollouts >= args.aux_batch_rollouts:
                     grad_norm = nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
                     if not torch.isfinite(loss + grad_norm):
-                        script = os.path.basename(__file__)
-                        print(f"{script}: non-finite auxiliary loss at global_step {global_step}; stopping", file=sys.stderr)
                         writer.close()
-                        envs.close()
-                        sys.exit(1)
+                        sys.exit(f"{SCRIPT}: non-finite auxiliary loss at global_step {global_step}; stopping")
                     optimizer.step()
                     optimizer.zero_grad()
         writer.add_scalar("losses/aux/kl_loss", kl_loss.item(), global_step)
         writer.add_scalar("losses/aux/aux_value_loss", aux_value_loss.item(), global_step)
         writer.add_scalar("losses/aux/real_value_loss", real_value_loss.item(), global_step)
     envs.close()
+    upload_videos(f"videos/{run_name}")
 
     if args.save_model:
         model_path = f"runs/{run_name}/{args.exp_name}.cleanrl_model"
@@ -968,20 +567,10 @@ if __name__ == "__main__":
         for idx, episodic_return in enumerate(episodic_returns):
             writer.add_scalar("eval/episodic_return", episodic_return, idx)
         print(f"eval/episodic_return over {len(episodic_returns)} episodes: {np.mean(episodic_returns):.2f}")
-        upload_new_videos(f"videos/{run_name}-eval")
+        upload_videos(f"videos/{run_name}-eval")
 
     writer.close()
     if args.track:
         wandb.finish()
     if args.upload_model:  # last, so that a failed upload leaves every local result written
-        try:
-            repo_url = push_to_hub(args, run_name, episodic_returns)
-        except Exception as e:
-            reason = (str(e).splitlines() or [""])[0] or type(e).__name__
-            print(
-                f"{os.path.basename(__file__)}: --upload-model could not push the run to the Hub ({reason}); "
-                f"everything is kept in runs/{run_name}",
-                file=sys.stderr,
-            )
-            sys.exit(1)
-        print(f"model uploaded to {repo_url}")
+        hub.push_to_hub(args, run_name, episodic_returns, __file__, "PPG", "Phasic Policy Gradient")

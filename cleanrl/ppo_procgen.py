@@ -1,25 +1,14 @@
-# Proximal Policy Optimization (PPO) for Procgen games through envpool, with the IMPALA CNN agent.
-# Papers: Schulman et al. 2017, "Proximal Policy Optimization Algorithms" (arXiv:1707.06347); GAE, Schulman
-# et al. 2016 (arXiv:1506.02438); Cobbe et al. 2020, "Leveraging Procedural Generation to Benchmark
-# Reinforcement Learning" (ICML), whose Procgen PPO setting this follows (64 envs x 256 steps, 3 epochs x 8
-# minibatches, γ 0.999, λ 0.95, lr 5e-4, clip 0.2, entropy 0.01, rewards scaled by a running std of the
-# discounted return); Espeholt et al. 2018, "IMPALA" (ICML) for the network (CleanRL's 16-32-32 channels and
-# a 256-unit layer). Defaults are CleanRL's published ones (no learning-rate annealing, Adam ε 1e-5, the
-# scaled rewards clipped to ±10).
-# Deliberate differences from CleanRL's published ppo_procgen.py: the games come from envpool
-# (`StarpilotEasy-v0` is procgen's starpilot in easy mode with unlimited levels) instead of the procgen
-# package, which has no wheel for Python 3.11 with NumPy 2, and their levels follow --seed; a game cut by its
-# time limit bootstraps from the value of its true final observation (upstream treats it as terminal); the
-# step after a game ends is envpool's reset step (its action is ignored), which no loss or advantage
-# normalisation sees; the logged episodic return is the raw game score; the reward scaling is gymnasium
-# 1.x's NormalizeReward (its discounted-return accumulator skips the reset steps and restarts only at a
-# termination); `--max-episode-steps` can shorten a game's time limit.
-import hashlib
+# PPO (Schulman et al. 2017) on Procgen (Cobbe et al. 2020, whose setting CleanRL's defaults follow) with the IMPALA CNN.
+# Deliberate differences from CleanRL's script: envpool's games (StarpilotEasy-v0: procgen's starpilot, easy mode, as the
+# procgen package has no wheel for Python 3.11 with NumPy 2), levels following --seed; a game cut by its time limit
+# bootstraps from its true final observation; envpool's reset step after a game (action ignored) is in no loss; the
+# logged return is the raw game score; gymnasium 1.x's NormalizeReward; `--max-episode-steps` can shorten a game.
+import difflib
+import glob
+import importlib.util
 import os
-import platform
 import random
 import re
-import shlex
 import sys
 import time
 from collections import deque
@@ -33,8 +22,11 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 import torch.optim as optim
+import tyro
 from torch.distributions.categorical import Categorical
 from torch.utils.tensorboard import SummaryWriter
+
+SCRIPT = os.path.basename(__file__)
 
 
 @dataclass
@@ -58,8 +50,7 @@ class Args:
     save_model: bool = False
     """whether to save the model into `runs/{run_name}` and evaluate it for 10 episodes"""
     upload_model: bool = False
-    """whether to push the saved model, its model card, videos, logs and this script to the Hugging Face Hub
-    (needs --save-model and a token: `hf auth login` or HF_TOKEN; HF_ENDPOINT picks another Hub)"""
+    """whether to push the saved model, card, video, logs and script to the Hugging Face Hub (needs --save-model)"""
     hf_entity: str = ""
     """the user or org of the Hub repository `{hf_entity}/{env_id}-{exp_name}-seed{seed}` (default: the token's user)"""
 
@@ -102,84 +93,47 @@ class Args:
 
 
 class ProcgenTimeLimit(gym.vector.VectorWrapper):
-    """An envpool Procgen vector env with a time limit of `max_episode_steps` agent steps, which puts each
-    step's raw game reward in `info["reward"]` (wrappers above may scale the reward they return).
+    """A time limit (envpool's does not stop Procgen games) in envpool's NEXT_STEP style; info["reward"]: the raw reward."""
 
-    envpool's own `max_episode_steps` does not stop a Procgen game: only the game's built-in limit does
-    (1000 steps for Starpilot, 6000 for Bigfish, ...), and envpool calls a game truncated when it ends at or
-    after its `max_episode_steps`. So the games are made with their built-in limit and a shorter one is
-    applied here in envpool's NEXT_STEP style: the step that reaches it returns truncated=True with the
-    game's true final observation, and the next step is a reset step (the env restarts, ignoring that
-    step's action, and returns a new game's first observation with reward 0, not done).
-    """
-
-    def __init__(self, env, max_episode_steps):
+    def __init__(self, env, max_episode_steps):  # the envs are reset once, at the start, so no game is cut before
         super().__init__(env)
-        self.max_episode_steps = max_episode_steps
-        self.cut = np.zeros(self.num_envs, dtype=bool)
-
-    def reset(self, **kwargs):
-        self.cut[:] = False
-        return self.env.reset(**kwargs)
+        self.max_episode_steps, self.cut = max_episode_steps, np.zeros(env.num_envs, dtype=bool)
 
     def step(self, actions):
         obs, reward, terminated, truncated, info = self.env.step(actions)
-        restart = np.nonzero(self.cut)[0]
-        if len(restart) > 0:
-            # envpool played one more step of each game cut at the last step; start new games instead
+        if len(restart := np.nonzero(self.cut)[0]) > 0:  # envpool played on in each game cut at the last step: restart it
             obs[restart], first_info = self.env.reset(env_id=restart)
-            for key, value in first_info.items():  # elapsed_step 0, the new level's seed, ...
-                if isinstance(value, np.ndarray) and key != "env_id":
-                    info[key][restart] = value
-            reward[restart] = 0.0
-            terminated[restart] = False
-            truncated[restart] = False
+            for key in (k for k, v in first_info.items() if isinstance(v, np.ndarray) and k != "env_id"):
+                info[key][restart] = first_info[key]  # elapsed_step 0, the new level's seed, ...
+            reward[restart], terminated[restart], truncated[restart] = 0.0, False, False
         self.cut = (info["elapsed_step"] >= self.max_episode_steps) & ~terminated & ~truncated
         info["reward"] = reward.copy()
         return obs, reward, terminated, truncated | self.cut, info
 
 
-def game_time_limit(env_id):
-    """The built-in time limit (agent steps) of an envpool Procgen game."""
-    return int(envpool.make_spec(env_id).config.max_episode_steps)
-
-
-def make_env(env_id, num_envs, seed, max_episode_steps=None, capture_video=False):
-    """`num_envs` copies of an envpool Procgen game (sub-env i seeded with `seed + i`) under ProcgenTimeLimit.
-    With `capture_video`, `render()` returns sub-env 0's frame, upscaled to 256x256 from the 64x64 observation."""
+def make_env(env_id, num_envs, seed, max_episode_steps=None, capture_video=False):  # sub-env i plays levels of seed + i
     video = {"render_mode": "rgb_array", "render_width": 256, "render_height": 256} if capture_video else {}
     envs = envpool.make(env_id, env_type="gymnasium", num_envs=num_envs, seed=seed, **video)
-    return ProcgenTimeLimit(envs, max_episode_steps or game_time_limit(env_id))
+    return ProcgenTimeLimit(envs, max_episode_steps or envs.spec.config.max_episode_steps)
 
 
-class GameVideoRecorder:
-    """Films sub-env 0 of an env made by `make_env(..., capture_video=True)`: the games that gymnasium's
-    capped_cubic_video_schedule picks (0, 1, 8, 27, ..., 1000, 2000, ...), each from its first observation to
-    its final one, written to `video_folder` as rl-video-episode-{game}.mp4 when the game ends.
-    Make it right after `envs.reset()` and call `step` after every `envs.step`."""
+class GameVideoRecorder:  # films sub-env 0's games 0, 1, 8, 27, ..., 1000, 2000, ... (make it after `envs.reset()`)
 
-    def __init__(self, envs, video_folder, fps=15):
-        from gymnasium.utils.save_video import capped_cubic_video_schedule, save_video
-
-        self.envs, self.video_folder, self.fps = envs, video_folder, fps
-        self.schedule, self.save_video = capped_cubic_video_schedule, save_video
-        self.game = 0
-        self.frames = [envs.render()[0]] if self.schedule(0) else []
+    def __init__(self, envs, video_folder):
+        self.video = importlib.import_module("gymnasium.utils.save_video")  # needs moviepy: imported only to film
+        self.envs, self.video_folder, self.game = envs, video_folder, 0
+        self.frames = [envs.render()[0]] if self.video.capped_cubic_video_schedule(0) else []
 
     def step(self, game_over):
-        """Records the frame of this step if the current game is filmed; `game_over`: sub-env 0's game ended here."""
-        if self.schedule(self.game):
+        if self.video.capped_cubic_video_schedule(self.game):
             self.frames.append(self.envs.render()[0])
         if game_over:
-            if self.frames:
-                self.save_video(self.frames, self.video_folder, episode_index=self.game, fps=self.fps)
-            self.frames = []
-            self.game += 1  # the next step is the reset step, whose observation opens the next game
+            if self.frames:  # 15 frames per second: real time
+                self.video.save_video(self.frames, self.video_folder, episode_index=self.game, fps=15)
+            self.frames, self.game = [], self.game + 1  # the next step is the reset step, which opens the next game
 
 
 class ResidualBlock(nn.Module):
-    """IMPALA residual block: x + conv(relu(conv(relu(x)))), 3x3 convolutions that keep the shape."""
-
     def __init__(self, channels):
         super().__init__()
         self.conv0 = nn.Conv2d(channels, channels, kernel_size=3, padding=1)
@@ -190,24 +144,14 @@ class ResidualBlock(nn.Module):
 
 
 class ConvSequence(nn.Module):
-    """One IMPALA stage: a 3x3 convolution, a 3x3 max-pool of stride 2 (halving H and W, rounding up)
-    and two residual blocks."""
-
-    def __init__(self, input_shape, out_channels):
+    def __init__(self, in_channels, out_channels):
         super().__init__()
-        self.input_shape = input_shape
-        self.out_channels = out_channels
-        self.conv = nn.Conv2d(input_shape[0], out_channels, kernel_size=3, padding=1)
+        self.conv = nn.Conv2d(in_channels, out_channels, kernel_size=3, padding=1)
         self.res_block0 = ResidualBlock(out_channels)
         self.res_block1 = ResidualBlock(out_channels)
 
     def forward(self, x):
-        x = F.max_pool2d(self.conv(x), kernel_size=3, stride=2, padding=1)
-        return self.res_block1(self.res_block0(x))
-
-    def get_output_shape(self):
-        _, h, w = self.input_shape
-        return (self.out_channels, (h + 1) // 2, (w + 1) // 2)
+        return self.res_block1(self.res_block0(F.max_pool2d(self.conv(x), kernel_size=3, stride=2, padding=1)))
 
 
 def layer_init(layer, std=np.sqrt(2), bias_const=0.0):
@@ -217,19 +161,10 @@ def layer_init(layer, std=np.sqrt(2), bias_const=0.0):
 
 
 class Agent(nn.Module):
-    """The IMPALA CNN (stages of 16, 32 and 32 channels, then 256 units) shared by a policy and a value head.
-    The trunk keeps PyTorch's default initialisation; the heads are orthogonal with scales 0.01 and 1."""
-
     def __init__(self, obs_shape, n_actions):
         super().__init__()
-        shape = obs_shape
-        layers = []
-        for out_channels in (16, 32, 32):
-            stage = ConvSequence(shape, out_channels)
-            shape = stage.get_output_shape()
-            layers.append(stage)
-        layers += [nn.Flatten(), nn.ReLU(), nn.Linear(int(np.prod(shape)), 256), nn.ReLU()]
-        self.network = nn.Sequential(*layers)
+        stages = [ConvSequence(obs_shape[0], 16), ConvSequence(16, 32), ConvSequence(32, 32)]  # 64x64 frames to 8x8
+        self.network = nn.Sequential(*stages, nn.Flatten(), nn.ReLU(), nn.Linear(32 * 8 * 8, 256), nn.ReLU())
         self.actor = layer_init(nn.Linear(256, n_actions), std=0.01)
         self.critic = layer_init(nn.Linear(256, 1), std=1)
 
@@ -238,35 +173,19 @@ class Agent(nn.Module):
 
     def get_action_and_value(self, x, action=None):
         hidden = self.network(x / 255.0)
-        logits = self.actor(hidden)
-        # argument checks off: a non-finite loss is caught in the update anyway
-        probs = Categorical(logits=logits, validate_args=False)
+        probs = Categorical(logits=self.actor(hidden), validate_args=False)  # a non-finite loss is caught anyway
         if action is None:
             action = probs.sample()
         return action, probs.log_prob(action), probs.entropy(), self.critic(hidden)
 
 
-def reset_step_mask(dones, last_done):
-    """Which steps of a rollout are trained on: (T, N) of 1.0, and 0.0 at envpool's reset steps.
-
-    `dones` (T, N) marks the steps where a game ended; `last_done` (N,) is the previous rollout's last row
-    of `dones` (zeros before the first rollout). The step after a done is a reset step: its action was
-    ignored, its observation is the ended game's final one, so valid[t] = 1 - dones[t - 1].
-    """
+def reset_step_mask(dones, last_done):  # (T, N): 0 at envpool's reset steps; last_done: the last rollout's dones[-1]
     return 1.0 - torch.cat([last_done[None], dones[:-1]])
 
 
 def compute_gae(rewards, values, dones, terminations, next_value, gamma, gae_lambda):
-    """GAE(γ, λ) advantages and λ-returns for a rollout of T steps from N envpool (NEXT_STEP) envs.
-
-    All inputs are (T, N) tensors except `next_value` (N,), the value of the observation after the last
-    step. `dones[t]` marks a game that ended at step t (terminated or truncated), `terminations[t]` the
-    ones that ended in a terminal state. The observation after a done step is the game's true final one,
-    so values[t + 1] (or `next_value`) is the bootstrap of a truncated game, and a terminal state
-    bootstraps nothing: δ_t = r_t + γ (1 - terminations[t]) V(obs[t + 1]) - V(obs[t]). The λ-chain is cut at
-    every done, so the reset step after it (see `reset_step_mask`) never flows into the ended game.
-    Returns (advantages, returns), both (T, N); entries at reset steps are meaningless and must be masked.
-    """
+    """GAE advantages and λ-returns, (T, N). Under NEXT_STEP the observation after a done is the game's true final one:
+    values[t + 1] (or `next_value`) bootstraps a truncation, a termination nothing; the λ-chain stops at every done."""
     num_steps = rewards.shape[0]
     advantages = torch.zeros_like(rewards)
     lastgaelam = torch.zeros_like(next_value)
@@ -278,286 +197,109 @@ def compute_gae(rewards, values, dones, terminations, next_value, gamma, gae_lam
     return advantages, advantages + values
 
 
-def masked_mean(x, valid):
-    """The mean of `x` over the entries where `valid` (same shape, 0.0 or 1.0) is 1; 0 when none is."""
+def masked_mean(x, valid):  # the mean of `x` over the entries where `valid` is 1; 0 when none is
     return (x * valid).sum() / valid.sum().clamp(min=1.0)
 
 
-def normalize_advantages(advantages, valid):
-    """(A - mean) / (std + 1e-8) with the mean and the (unbiased) std taken over the valid entries only.
-    `advantages` and `valid` are (B,); invalid entries come out meaningless and must stay masked."""
-    count = valid.sum()
-    mean = (advantages * valid).sum() / count.clamp(min=1.0)
-    var = (((advantages - mean) ** 2) * valid).sum() / (count - 1.0).clamp(min=1.0)
+def normalize_advantages(advantages, valid):  # (A - mean) / (std + 1e-8), over the valid entries only
+    mean = masked_mean(advantages, valid)
+    var = (((advantages - mean) ** 2) * valid).sum() / (valid.sum() - 1.0).clamp(min=1.0)
     return (advantages - mean) / (var.sqrt() + 1e-8)
 
 
-def env_error(env_id):
-    """Why this script cannot run `env_id`, as one line, or None when it is an envpool Procgen game."""
-    script = os.path.basename(__file__)
-    try:
-        spec = envpool.make_spec(env_id)
-    except KeyError:
-        import difflib
-
-        pattern = r"[A-Z][a-z]+(Easy|Hard|Extreme|Memory|Exploration)-v0"
-        procgen_ids = [name for name in envpool.list_all_envs() if re.fullmatch(pattern, name)]
-        easy = f"{re.sub(r'-v[0-9]+$', '', env_id).capitalize()}Easy-v0"  # procgen's own names, e.g. starpilot
-        close = [easy] if easy in procgen_ids else difflib.get_close_matches(env_id, procgen_ids, n=1)
-        hint = f"; did you mean {close[0]}?" if close else ", e.g. StarpilotEasy-v0 or BigfishHard-v0"
-        return f"{env_id} is not an envpool env id; {script} needs an envpool Procgen game{hint}"
-    except Exception as e:  # a module envpool cannot load (Procgen needs the Qt5 runtime)
-        reason = (str(e).splitlines() or [""])[0] or type(e).__name__
-        return f"cannot load envpool's {env_id} ({reason})"
-    if type(spec).__name__ != "ProcgenEnvSpec":
-        return f"{env_id} is not an envpool Procgen game; {script} needs one, e.g. StarpilotEasy-v0 or BigfishHard-v0"
-    return None
+def env_error(env_id):  # why this script cannot run `env_id` (cleanrl_utils/enjoy.py asks too), as one line, or None
+    games = [i for i, (module, *_) in envpool.registration.registry.specs.items() if module == "envpool.procgen"]
+    close = sorted({f"{env_id.capitalize()}Easy-v0"} & set(games)) or difflib.get_close_matches(env_id, games, n=1)
+    hint = f"did you mean {close[0]}? " if close else ""  # upstream's ids: bigfish -> BigfishEasy-v0
+    return None if env_id in games else f"{env_id} is not an envpool Procgen game; {hint}{SCRIPT} needs one"
 
 
 def validation_error(args):
-    """The first problem with the command-line values as one line, or None when all is well."""
-    for name in ("num_envs", "num_steps", "num_minibatches", "update_epochs"):
-        if getattr(args, name) < 1:
-            return f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}"
-    if not 0 <= args.seed <= 2**31 - args.num_envs:
-        return f"--seed must be in [0, 2**31 - {args.num_envs}] (envpool seeds sub-env i with int32 seed + i), got {args.seed}"
-    if "/" in args.exp_name or "__" in args.exp_name or not args.exp_name:
-        return f"--exp-name {args.exp_name!r} must be non-empty, without '/' or '__' (they split run names)"
-    run_name_bytes = len(f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}".encode())
-    if run_name_bytes > 255:
-        return f"the run name would be {run_name_bytes} bytes, more than a folder name can hold (255); shorten --exp-name"
-    batch_size = args.num_envs * args.num_steps
-    if batch_size % args.num_minibatches != 0:
-        return (
-            f"the batch of {batch_size} steps (--num-envs {args.num_envs} x --num-steps {args.num_steps}) "
-            f"does not split into --num-minibatches {args.num_minibatches}; pick a divisor of {batch_size}"
-        )
-    if args.norm_adv and batch_size // args.num_minibatches < 2:
-        return "minibatches of 1 step cannot normalise advantages; use fewer --num-minibatches or --no-norm-adv"
-    if args.total_timesteps < batch_size:
-        return f"--total-timesteps {args.total_timesteps} is below one batch ({batch_size} steps), so no update would run"
-    for name in ("gamma", "gae_lambda"):
-        if not 0.0 <= getattr(args, name) <= 1.0:
-            return f"--{name.replace('_', '-')} must be in [0, 1], got {getattr(args, name)}"
-    float32_max = float(np.finfo(np.float32).max)  # the update computes in float32
-    for name in ("learning_rate", "clip_coef", "max_grad_norm"):
-        if not 0.0 < getattr(args, name) <= float32_max:
-            return f"--{name.replace('_', '-')} must be positive and finite in float32, got {getattr(args, name)}"
-    # Adam's first step divides the learning rate by 1 - β1 = 0.1, in float32
-    if args.learning_rate > float32_max / 10:
-        return f"--learning-rate must be positive and at most {float32_max / 10:.1e} (Adam), got {args.learning_rate}"
-    for name in ("ent_coef", "vf_coef"):
-        if not 0.0 <= getattr(args, name) <= float32_max:
-            return f"--{name.replace('_', '-')} must be non-negative and finite in float32, got {getattr(args, name)}"
-    if args.target_kl is not None and not 0.0 < args.target_kl <= float32_max:
-        return f"--target-kl must be positive and finite in float32, got {args.target_kl}"
-    error = env_error(args.env_id)
-    if error is not None:
-        return error
-    limit = game_time_limit(args.env_id)
-    if args.max_episode_steps is not None and not 1 <= args.max_episode_steps <= limit:
-        return (
-            f"--max-episode-steps must be in [1, {limit}] ({args.env_id} ends every game after {limit} steps), "
-            f"got {args.max_episode_steps}"
-        )
-    if args.upload_model:
-        error = upload_error(args)
-        if error is not None:
-            return error
-    if args.capture_video:
-        try:
-            import moviepy  # noqa: F401
-        except ImportError:
-            return "--capture-video needs moviepy (pip install moviepy)"
-    return None
+    batch, limit = args.num_envs * args.num_steps, envpool.make_spec(args.env_id).config.max_episode_steps
+    sizes, mbs = "num_envs num_steps num_minibatches update_epochs".split(), max(args.num_minibatches, 1)
+    checks = [
+        (min(getattr(args, k) for k in sizes) < 1, f"--{', --'.join(k.replace('_', '-') for k in sizes)} must be at least 1"),
+        (not 0 <= args.seed <= 2**31 - args.num_envs, f"--seed must be in [0, 2**31 - {args.num_envs}], got {args.seed}"),
+        (not re.fullmatch(r"[\w.-]{1,150}", args.exp_name) or "__" in args.exp_name,
+         f"--exp-name {args.exp_name!r} must be a folder name: up to 150 letters, digits, '.', '-' and single '_'"),
+        (batch % mbs, f"the batch of {batch} steps does not split into --num-minibatches {args.num_minibatches}"),
+        (args.norm_adv and batch // mbs < 2,
+         "minibatches of 1 step cannot normalise advantages; use fewer --num-minibatches or --no-norm-adv"),
+        (not all(0 <= getattr(args, k) <= 1 for k in ("gamma", "gae_lambda")), "--gamma and --gae-lambda must be in [0, 1]"),
+        (not 0 < args.learning_rate < 3.4e37,  # Adam's first step divides it by 0.1 in float32
+         f"--learning-rate must be positive and finite in float32, got {args.learning_rate}"),
+        (args.max_episode_steps is not None and not 1 <= args.max_episode_steps <= limit,
+         f"--max-episode-steps must be in [1, {limit}] ({args.env_id} ends every game after {limit} steps)"),
+        (args.capture_video and not importlib.util.find_spec("moviepy"), "--capture-video needs moviepy: pip install moviepy"),
+    ]  # fmt: skip
+    return next((message for failed, message in checks if failed), None)
 
 
-def hf_repo_id(args, entity):
-    """The Hub repository a run is pushed to, CleanRL's naming: `{entity}/{env_id}-{exp_name}-seed{seed}`."""
-    return f"{entity}/{args.env_id.replace('/', '-')}-{args.exp_name}-seed{args.seed}"
+def fail(message):  # stops before anything is created: one line on stderr, exit code 2
+    print(f"{SCRIPT}: {message}", file=sys.stderr)
+    sys.exit(2)
 
 
-def upload_error(args):
-    """What stops --upload-model before the run starts, as one line, or None. No network call: the token
-    is only looked up where huggingface_hub keeps it (HF_TOKEN, then the file `hf auth login` writes)."""
-    if not args.save_model:
-        return "--upload-model pushes the saved model and its evaluation; add --save-model"
-    try:
-        from huggingface_hub import get_token
-        from huggingface_hub.utils import HFValidationError, validate_repo_id
-    except ImportError:
-        return "--upload-model needs huggingface_hub (pip install huggingface-hub)"
-    repo_id = hf_repo_id(args, args.hf_entity or "user")
-    try:
-        validate_repo_id(repo_id)
-    except HFValidationError:
-        return (
-            f"{repo_id!r} is not a valid Hub repository id: a name of letters, digits, -, _ and . (no '--' or '..', "
-            "no - or . at either end), 96 characters at most; change --hf-entity or --exp-name"
-        )
-    if get_token() is None:
-        return (
-            "--upload-model needs a Hugging Face token: run `hf auth login` "
-            "(older huggingface_hub: `huggingface-cli login`) or set HF_TOKEN"
-        )
-    return None
-
-
-def model_card(args, repo_id, episodic_returns, video):
-    """The README.md of the Hub repository: metadata for the Hub, the evaluation, how to use and reproduce."""
-    import huggingface_hub
-
-    script = os.path.basename(__file__)
-    with open(__file__, "rb") as f:
-        script_sha256 = hashlib.sha256(f.read()).hexdigest()
-    mean, std = float(np.mean(episodic_returns)), float(np.std(episodic_returns))
-    command = shlex.join(["python", script, *sys.argv[1:]])
-    hyperparameters = "\n".join(f"| {key} | {value} |" for key, value in vars(args).items())
-    versions = [
-        platform.python_version(),
-        torch.__version__,
-        gym.__version__,
-        np.__version__,
-        envpool.__version__,
-        huggingface_hub.__version__,
-    ]
-    return f"""---
-tags:
-- {args.env_id}
-- deep-reinforcement-learning
-- reinforcement-learning
-- custom-implementation
-library_name: cleanrl
-model-index:
-- name: PPO
-  results:
-  - task:
-      type: reinforcement-learning
-      name: reinforcement-learning
-    dataset:
-      name: {args.env_id}
-      type: {args.env_id}
-    metrics:
-    - type: mean_reward
-      value: {mean:.2f} +/- {std:.2f}
-      name: mean_reward
-      verified: false
----
-
-# PPO agent playing {args.env_id}
-
-A PPO (Proximal Policy Optimization) agent with the IMPALA CNN trained on the envpool Procgen game
-`{args.env_id}` by CleanRL's single-file script [`{script}`]({script}), which is included in this repository
-with the checkpoint `{args.exp_name}.cleanrl_model` and the TensorBoard logs of the run.
-
-## Evaluation
-
-Episodic return (raw game score) over {len(episodic_returns)} evaluation episodes: **{mean:.2f} ± {std:.2f}** (mean ± std).
-{"The video `" + video + "` shows an evaluation episode." if video else ""}
-
-## Use
-
-```
-python -m cleanrl_utils.enjoy --exp-name {args.exp_name} --hf-repository {repo_id}
-```
-
-## Reproduce
-
-```
-{command}
-```
-
-## Hyperparameters
-
-| param | value |
-|-|-|
-{hyperparameters}
-
-## Versions
-
-| python | torch | gymnasium | numpy | envpool | huggingface_hub | {script} sha256 |
-|-|-|-|-|-|-|-|
-| {" | ".join(versions)} | {script_sha256} |
-"""
-
-
-def push_to_hub(args, run_name, episodic_returns, attempts=3):
-    """Pushes the run to the Hub in one commit: checkpoint, model card (also written to runs/{run_name}/README.md),
-    the last evaluation video as replay.mp4, the TensorBoard events and this script. Commits are not retried by
-    huggingface_hub, so network errors, 5xx and 429 are retried here (`attempts` in all, waiting 1 s, 2 s, ...);
-    other client errors (401, 403, 404) are raised at once. Returns the repository's url."""
-    from huggingface_hub import CommitOperationAdd, HfApi
-
-    api = HfApi()  # the endpoint (HF_ENDPOINT) and the token (HF_TOKEN or the saved one) come from huggingface_hub
-    run_dir = f"runs/{run_name}"
-    video_dir = f"videos/{run_name}-eval"
-    videos = sorted(
-        (name for name in os.listdir(video_dir) if name.endswith(".mp4")) if os.path.isdir(video_dir) else [],
-        key=lambda name: [int(n) for n in re.findall(r"\d+", name)],
-    )
-    files = {f"{args.exp_name}.cleanrl_model": f"{run_dir}/{args.exp_name}.cleanrl_model"}
-    files |= {name: f"{run_dir}/{name}" for name in sorted(os.listdir(run_dir)) if name.startswith("events.out.tfevents")}
-    files[os.path.basename(__file__)] = __file__
-    if videos:
-        files["replay.mp4"] = f"{video_dir}/{videos[-1]}"
-    for attempt in range(1, attempts + 1):
-        try:
-            repo_id = hf_repo_id(args, args.hf_entity or api.whoami()["name"])
-            card_path = f"{run_dir}/README.md"
-            with open(card_path, "w") as f:
-                f.write(model_card(args, repo_id, episodic_returns, "replay.mp4" if videos else None))
-            repo_url = api.create_repo(repo_id, exist_ok=True)
-            operations = [CommitOperationAdd(path_in_repo, local) for path_in_repo, local in files.items()]
-            operations.append(CommitOperationAdd("README.md", card_path))
-            api.create_commit(repo_id, operations, commit_message=f"{args.exp_name} on {args.env_id}: run {run_name}")
-            return str(repo_url)
-        except Exception as e:
-            status = getattr(getattr(e, "response", None), "status_code", None)
-            if attempt == attempts or (status is not None and status < 500 and status != 429):
-                raise
-            time.sleep(2 ** (attempt - 1))
-
-
-def evaluate(model_path, eval_episodes, run_name, device, capture_video=False):
-    """Runs the saved agent for `eval_episodes` games; returns their raw game scores."""
+def evaluate(model_path, eval_episodes, run_name, device, capture_video=False):  # the raw scores of new levels' games
     checkpoint = torch.load(model_path, map_location=device, weights_only=True)
-    saved = checkpoint["args"]
-    # other levels than training's: envpool seeds sub-env 0 with this int32 seed
+    saved = checkpoint["args"]  # envpool seeds sub-env 0 with an int32
     envs = make_env(saved["env_id"], 1, (saved["seed"] + 100_000) % 2**31, saved["max_episode_steps"], capture_video)
     agent = Agent(envs.single_observation_space.shape, envs.single_action_space.n).to(device)
     agent.load_state_dict(checkpoint["model"])
-    agent.eval()
-    obs, _ = envs.reset()
-    recorder = GameVideoRecorder(envs, f"videos/{run_name}-eval") if capture_video else None
+    obs, recorder = envs.reset()[0], GameVideoRecorder(envs, f"videos/{run_name}-eval") if capture_video else None
     episodic_returns, score = [], 0.0
     while len(episodic_returns) < eval_episodes:
         with torch.no_grad():
-            actions, _, _, _ = agent.get_action_and_value(torch.as_tensor(obs, device=device))
+            actions = agent.get_action_and_value(torch.as_tensor(obs, device=device))[0]
         obs, _, terminated, truncated, infos = envs.step(actions.cpu().numpy())
         score += float(infos["reward"][0])
-        game_over = bool(terminated[0] or truncated[0])
         if recorder is not None:
-            recorder.step(game_over)
-        if game_over:
-            episodic_returns.append(score)
-            score = 0.0
+            recorder.step(bool(terminated[0] or truncated[0]))
+        if terminated[0] or truncated[0]:
+            episodic_returns, score = episodic_returns + [score], 0.0
     envs.close()
     return episodic_returns
 
 
 if __name__ == "__main__":
-    import tyro
-
     args = tyro.cli(Args)
-    error = validation_error(args)
-    if error is not None:
-        print(f"{os.path.basename(__file__)}: {error}", file=sys.stderr)
-        sys.exit(2)
+    if error := env_error(args.env_id) or validation_error(args):
+        fail(error)
+    if args.upload_model:  # the Hub upload is shared plumbing, in cleanrl_utils/huggingface.py
+        hub = importlib.util.find_spec("cleanrl_utils") and importlib.import_module("cleanrl_utils.huggingface")
+        error = hub.upload_error(args) if hub else "--upload-model needs cleanrl_utils (pip install -e . in a cleanrl clone)"
+        if error:
+            fail(error)
     args.batch_size = int(args.num_envs * args.num_steps)
     args.minibatch_size = int(args.batch_size // args.num_minibatches)
     args.num_iterations = args.total_timesteps // args.batch_size
-    if args.total_timesteps % args.batch_size != 0:
+    if args.num_iterations == 0:
+        print(f"{SCRIPT}: warning: the run ends before its first gradient step (--total-timesteps below one batch)")
+    elif args.total_timesteps % args.batch_size != 0:
         print(f"running {args.num_iterations * args.batch_size} steps: --total-timesteps rounded down to whole batches")
+
+    run_time = int(time.time())
+    while os.path.exists(f"runs/{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"):
+        run_time += 1  # a run that started in the same second owns that name
+    run_name = f"{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"
+    if args.track:
+        import wandb
+
+        try:
+            wandb.init(project=args.wandb_project_name, entity=args.wandb_entity, name=run_name, config=vars(args),
+                       sync_tensorboard=True, save_code=True)  # fmt: skip
+        except Exception as e:  # not logged in, no network, unknown entity: stop before anything is written
+            reason = (str(e).splitlines() or [type(e).__name__])[0]
+            fail(f"--track could not start a W&B run ({reason}); run `wandb login` or set WANDB_MODE=offline")
+    writer = SummaryWriter(f"runs/{run_name}")
+    table = "\n".join(f"|{key}|{value}|" for key, value in vars(args).items())
+    writer.add_text("hyperparameters", f"|param|value|\n|-|-|\n{table}")
+    uploaded_videos = set()
+
+    def upload_videos(folder):  # W&B gets each finished video once (the videos are written by this script)
+        for path in sorted(set(glob.glob(f"{folder}/*.mp4")) - uploaded_videos) if args.track else []:
+            uploaded_videos.add(path)
+            wandb.log({"videos": wandb.Video(path, format="mp4")})
 
     random.seed(args.seed)
     np.random.seed(args.seed)
@@ -565,85 +307,23 @@ if __name__ == "__main__":
     torch.backends.cudnn.deterministic = args.torch_deterministic
     device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
 
-    run_time = int(time.time())
-    while True:  # another run that started in the same second already owns that name: take the next second
-        run_name = f"{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"
-        try:
-            os.makedirs(f"runs/{run_name}")
-            break
-        except FileExistsError:
-            run_time += 1
-    if args.track:
-        import wandb
-
-        try:
-            wandb.init(
-                project=args.wandb_project_name,
-                entity=args.wandb_entity,
-                sync_tensorboard=True,
-                config=vars(args),
-                name=run_name,
-                save_code=True,
-            )
-        except Exception as e:  # not logged in, no network, unknown entity: stop before anything is written
-            os.rmdir(f"runs/{run_name}")
-            if not os.listdir("runs"):
-                os.rmdir("runs")
-            reason = (str(e).splitlines() or [type(e).__name__])[0]
-            print(
-                f"{os.path.basename(__file__)}: --track could not start a W&B run ({reason}); "
-                "run `wandb login` or set WANDB_MODE=offline",
-                file=sys.stderr,
-            )
-            sys.exit(2)
-    writer = SummaryWriter(f"runs/{run_name}")
-    writer.add_text(
-        "hyperparameters",
-        "|param|value|\n|-|-|\n" + "\n".join(f"|{key}|{value}|" for key, value in vars(args).items()),
-    )
-    uploaded_videos = set()
-
-    def upload_new_videos(video_dir):
-        # W&B gets each finished video once, explicitly (the videos are written by this script, not a wrapper)
-        if args.track and os.path.isdir(video_dir):
-            for name in sorted(os.listdir(video_dir)):
-                path = os.path.join(video_dir, name)  # the eval videos reuse the training videos' names
-                if name.endswith(".mp4") and path not in uploaded_videos:
-                    uploaded_videos.add(path)
-                    wandb.log({"videos": wandb.Video(path, format="mp4")})
-
-    # envpool seeds the levels when the env is made (sub-env i gets seed + i); reset(seed=...) is ignored
-    envs = make_env(args.env_id, args.num_envs, args.seed, args.max_episode_steps, args.capture_video)
-    envs = gym.wrappers.vector.NormalizeReward(envs, gamma=args.gamma)
-    envs = gym.wrappers.vector.ClipReward(envs, min_reward=-10.0, max_reward=10.0)
+    envs = make_env(args.env_id, args.num_envs, args.seed, args.max_episode_steps, args.capture_video)  # levels: seed + i
+    print(f"{args.env_id}: time limit {envs.max_episode_steps} steps (the game's own: {envs.spec.config.max_episode_steps}); "
+          f"rewards divided by a running std of the discounted return (γ {args.gamma}) and clipped to ±10 for learning")
+    envs = gym.wrappers.vector.ClipReward(gym.wrappers.vector.NormalizeReward(envs, gamma=args.gamma), -10.0, 10.0)
     envs.action_space.seed(args.seed)
-    limit = game_time_limit(args.env_id)
-    print(
-        f"{args.env_id}: procgen's {envpool.make_spec(args.env_id).config.env_name} on unlimited levels, no frame skip, "
-        f"no sticky actions; time limit {args.max_episode_steps or limit} steps (the game's own: {limit}); for "
-        f"learning, rewards are divided by a running std of the discounted return (γ {args.gamma}) and clipped to ±10"
-    )
-
     agent = Agent(envs.single_observation_space.shape, envs.single_action_space.n).to(device)
     optimizer = optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5)
 
-    # frames stay uint8 in the rollout buffer (4x smaller); the agent scales them by 1/255
     obs = torch.zeros((args.num_steps, args.num_envs) + envs.single_observation_space.shape, dtype=torch.uint8).to(device)
     actions = torch.zeros((args.num_steps, args.num_envs) + envs.single_action_space.shape, dtype=torch.long).to(device)
-    logprobs = torch.zeros((args.num_steps, args.num_envs)).to(device)
-    rewards = torch.zeros((args.num_steps, args.num_envs)).to(device)
-    dones = torch.zeros((args.num_steps, args.num_envs)).to(device)
-    terminations = torch.zeros((args.num_steps, args.num_envs)).to(device)
-    values = torch.zeros((args.num_steps, args.num_envs)).to(device)
-
+    logprobs, rewards, dones, terminations, values = torch.zeros((5, args.num_steps, args.num_envs)).to(device)
     global_step = 0
-    start_time = time.time()
-    last_print = start_time
+    start_time = last_print = time.time()
     recent_returns = deque(maxlen=20)
     episode_scores = np.zeros(args.num_envs)
-    next_obs, _ = envs.reset()
+    next_obs = torch.as_tensor(envs.reset()[0], device=device)
     recorder = GameVideoRecorder(envs, f"videos/{run_name}") if args.capture_video else None
-    next_obs = torch.as_tensor(next_obs, device=device)
     last_done = torch.zeros(args.num_envs, device=device)  # the previous rollout's last row of `dones`
 
     for iteration in range(1, args.num_iterations + 1):
@@ -668,7 +348,7 @@ if __name__ == "__main__":
             dones[step] = torch.as_tensor(done, dtype=torch.float32, device=device)
             next_obs = torch.as_tensor(next_obs, device=device)
 
-            episode_scores += infos["reward"]
+            episode_scores += infos["reward"]  # the raw game score, before the reward scaling
             if recorder is not None:
                 recorder.step(bool(done[0]))
             for i in np.nonzero(done)[0]:
@@ -733,13 +413,9 @@ if __name__ == "__main__":
                 optimizer.zero_grad()
                 loss.backward()
                 grad_norm = nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
-                # one sync per minibatch: stop before a non-finite loss or gradient reaches the weights
-                if not torch.isfinite(loss + grad_norm):
-                    script = os.path.basename(__file__)
-                    print(f"{script}: non-finite loss at global_step {global_step}; stopping", file=sys.stderr)
+                if not torch.isfinite(loss + grad_norm):  # one sync per minibatch: stop before NaN reaches the weights
                     writer.close()
-                    envs.close()
-                    sys.exit(1)
+                    sys.exit(f"{SCRIPT}: non-finite loss at global_step {global_step}; stopping")
                 optimizer.step()
 
             if args.target_kl is not None and approx_kl > args.target_kl:
@@ -764,8 +440,9 @@ if __name__ == "__main__":
             last_print = time.time()
             recent = f"{np.mean(recent_returns):.2f}" if recent_returns else "n/a"
             print(f"global_step={global_step}, episodic_return(last {len(recent_returns)})={recent}, SPS={sps}", flush=True)
-        upload_new_videos(f"videos/{run_name}")
+            upload_videos(f"videos/{run_name}")
     envs.close()
+    upload_videos(f"videos/{run_name}")
 
     if args.save_model:
         model_path = f"runs/{run_name}/{args.exp_name}.cleanrl_model"
@@ -776,20 +453,10 @@ if __name__ == "__main__":
         for idx, episodic_return in enumerate(episodic_returns):
             writer.add_scalar("eval/episodic_return", episodic_return, idx)
         print(f"eval/episodic_return over {len(episodic_returns)} episodes: {np.mean(episodic_returns):.2f}")
-        upload_new_videos(f"videos/{run_name}-eval")
+        upload_videos(f"videos/{run_name}-eval")
 
     writer.close()
     if args.track:
         wandb.finish()
     if args.upload_model:  # last, so that a failed upload leaves every local result written
-        try:
-            repo_url = push_to_hub(args, run_name, episodic_returns)
-        except Exception as e:
-            reason = (str(e).splitlines() or [""])[0] or type(e).__name__
-            print(
-                f"{os.path.basename(__file__)}: --upload-model could not push the run to the Hub ({reason}); "
-                f"everything is kept in runs/{run_name}",
-                file=sys.stderr,
-            )
-            sys.exit(1)
-        print(f"model uploaded to {repo_url}")
+        hub.push_to_hub(args, run_name, episodic_returns, __file__, "PPO", "Proximal Policy Optimization")

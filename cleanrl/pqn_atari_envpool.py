@@ -1,26 +1,17 @@
-# Parallelised Q-Network (PQN) for Atari games through envpool, with a LayerNorm Nature-CNN Q-network.
-# Paper: Gallici et al. 2024, "Simplifying Deep Temporal Difference Learning" (arXiv:2407.04811). No replay
-# buffer and no target network: many envs collect short rollouts in parallel, the current network turns them
-# into Q(λ) returns, and Q(s, a) is regressed on them for a few epochs of minibatches; LayerNorm after every
-# hidden layer keeps this stable. The Atari preprocessing of Mnih et al. 2015 (Nature, "Human-level control
-# through deep reinforcement learning") runs inside envpool (Weng et al. 2022, "EnvPool: A Highly Parallel
-# Reinforcement Learning Environment Execution Engine"): up to 30 NOOPs at the start, FIRE on reset, 4-frame
-# skip with max-pooling, 84x84 grayscale, 4 stacked frames, a life loss ends the agent's episode, rewards
-# clipped by sign, no sticky actions.
-# Defaults are CleanRL's published ones (128 envs x 32 steps, 32 minibatches x 2 epochs, RAdam with lr 2.5e-4
-# annealed linearly to 0, γ 0.99, λ 0.65, grad-norm clipping 10, ε 1 → 0.01 over the first 10 %, MSE loss).
-# Deliberate differences from the paper's and CleanRL's code: an episode cut by the time limit bootstraps from
-# max_a Q of its true final observation (envpool's NEXT_STEP autoreset returns it) and only a termination
-# bootstraps nothing; no λ-return crosses into the next episode; the step after an episode's end, whose action
-# envpool ignores while it resets, is not trained on; the logged episodic return is the game score (unclipped,
-# over all lives). Evaluation acts ε-greedily with ε = 0.05, as dqn_atari.py does.
+# Parallelised Q-Network (PQN; Gallici et al. 2024, "Simplifying Deep Temporal Difference Learning", arXiv:2407.04811)
+# for Atari through envpool: no replay buffer and no target network; many envs collect short rollouts, the current
+# LayerNorm Nature-CNN turns them into Q(λ) returns and is regressed on them. envpool's Atari preprocessing is Mnih et
+# al. 2015's (no-op starts, FIRE reset, 4-frame skip, 84x84 gray, 4 stacked frames, a life loss ends the agent's
+# episode, rewards clipped; no sticky actions). CleanRL's published defaults. Deliberate differences: a time limit
+# bootstraps from max_a Q of the true final observation (envpool's NEXT_STEP autoreset returns it); no λ-return crosses
+# into the next episode; envpool's reset step after an episode (action ignored) is not trained on; the logged return
+# is the game score (unclipped, all lives). Evaluation acts ε-greedily with ε = 0.05, as dqn_atari.py does.
 import difflib
-import hashlib
+import glob
+import importlib.util
 import os
-import platform
 import random
 import re
-import shlex
 import sys
 import time
 from collections import deque
@@ -28,13 +19,14 @@ from dataclasses import dataclass
 from typing import Optional
 
 import envpool
-import gymnasium as gym
 import numpy as np
 import torch
 import torch.nn as nn
 import torch.optim as optim
-from gymnasium.utils.save_video import capped_cubic_video_schedule, save_video
+import tyro
 from torch.utils.tensorboard import SummaryWriter
+
+SCRIPT = os.path.basename(__file__)
 
 
 @dataclass
@@ -58,8 +50,7 @@ class Args:
     save_model: bool = False
     """whether to save the model into `runs/{run_name}` and evaluate it for 10 episodes"""
     upload_model: bool = False
-    """whether to push the saved model, its model card, videos, logs and this script to the Hugging Face Hub
-    (needs --save-model and a token: `hf auth login` or HF_TOKEN; HF_ENDPOINT picks another Hub)"""
+    """whether to push the saved model, card, video, logs and script to the Hugging Face Hub (needs --save-model)"""
     hf_entity: str = ""
     """the user or org of the Hub repository `{hf_entity}/{env_id}-{exp_name}-seed{seed}` (default: the token's user)"""
 
@@ -95,47 +86,26 @@ class Args:
     """the time limit of a game in agent steps (envpool's default: 108k frames)"""
 
 
-def make_env(env_id, num_envs, seed, max_episode_steps, capture_video=False):
-    # envpool seeds sub-env i with seed + i when it is made (reset(seed=...) is ignored). Its autoreset is
-    # NEXT_STEP: the step that ends an episode returns that episode's true final observation, and the next
-    # step ignores its action, resets, and returns the new episode's first observation.
-    return envpool.make(
-        env_id,
-        env_type="gymnasium",
-        num_envs=num_envs,
-        seed=seed,
-        episodic_life=True,
-        reward_clip=True,
-        max_episode_steps=max_episode_steps,
-        render_mode="rgb_array" if capture_video else None,
-    )
+def make_env(env_id, num_envs, seed, max_episode_steps, capture_video=False):  # sub-env i is seeded with seed + i
+    # envpool's autoreset is NEXT_STEP: the step that ends an episode returns its true final observation, and the next
+    # step (a reset step) ignores its action and returns the new episode's first observation
+    return envpool.make(env_id, env_type="gymnasium", num_envs=num_envs, seed=seed, episodic_life=True, reward_clip=True,
+                        max_episode_steps=max_episode_steps, render_mode="rgb_array" if capture_video else None)
 
 
-class GameVideoRecorder:
-    """Films sub-env 0 of an envpool Atari env: the games that `capped_cubic_video_schedule` picks (0, 1, 8,
-    27, ..., 1000, 2000, ...), each from its first observation to its final one, one mp4 per game."""
-
+class GameVideoRecorder:  # films sub-env 0's games 0, 1, 8, 27, ..., 1000, 2000, ... (make it after `envs.reset()`)
     def __init__(self, envs, video_folder):
-        self.envs = envs
-        self.video_folder = video_folder
-        self.fps = 60 / envs.spec.config.frame_skip  # the ALE runs at 60 frames per second
-        self.game = 0
-        self.frames = []
+        self.video = importlib.import_module("gymnasium.utils.save_video")  # needs moviepy: imported only to film
+        self.envs, self.video_folder, self.game = envs, video_folder, 0
+        self.frames = [envs.render()[0]] if self.video.capped_cubic_video_schedule(0) else []
 
-    def recording(self):
-        return capped_cubic_video_schedule(self.game)
-
-    def observe(self, game_over=False):
-        """Call after reset and after every step; `game_over`: sub-env 0's game ended on this step."""
-        if self.recording():
+    def step(self, game_over):
+        if self.video.capped_cubic_video_schedule(self.game):
             self.frames.append(self.envs.render()[0])
-            if game_over:
-                save_video(
-                    self.frames, self.video_folder, episode_trigger=lambda _: True, episode_index=self.game, fps=self.fps
-                )
         if game_over:
-            self.game += 1
-            self.frames = []
+            if self.frames:  # 15 frames per second (60 / 4 skipped): real time
+                self.video.save_video(self.frames, self.video_folder, episode_index=self.game, fps=15)
+            self.frames, self.game = [], self.game + 1  # the next step is the reset step, which opens the next game
 
 
 def layer_init(layer, std=np.sqrt(2), bias_const=0.0):
@@ -169,29 +139,14 @@ class QNetwork(nn.Module):
 
 
 def epsilon_schedule(start_e, end_e, duration, t):
-    """ε at env step `t`: linear from `start_e` to `end_e` over `duration` steps, then `end_e`.
-
-    A zero duration (`--exploration-fraction 0`) means `end_e` from the first step.
-    """
-    if duration <= 0:
-        return end_e
-    return start_e + (end_e - start_e) * min(t / duration, 1.0)
+    """ε at env step `t`: linear from `start_e` to `end_e` over `duration` steps (0: `end_e` at once), then flat."""
+    return end_e if duration <= 0 else start_e + (end_e - start_e) * min(t / duration, 1.0)
 
 
 def compute_q_lambda_returns(rewards, q_max, dones, terminations, next_q_max, gamma, q_lambda):
-    """Q(λ) returns for a rollout of T steps from N envs run with envpool's NEXT_STEP autoreset.
-
-    All inputs are (T, N) tensors except `next_q_max` (N,), max_a Q of the observation after the last step.
-    `q_max[t]` is max_a Q(s_t, a) of the observation step t acted on; `dones[t]` marks a step that ended an
-    episode (terminated or truncated), `terminations[t]` the ones that ended in a terminal state. With
-    NEXT_STEP the observation after a done step is the episode's true final observation, so q_max[t + 1]
-    (or next_q_max at the rollout's end) is exactly its truncation bootstrap. The recursion is
-        G_t = r_t + γ [λ G_{t+1} + (1 - λ) max_a Q(s_{t+1}, a)],   G_T = max_a Q(s_T, a),
-    except that a truncated step bootstraps from its final observation only (G_t = r_t + γ q_max[t + 1]) and a
-    terminal step bootstraps nothing (G_t = r_t), so no return reaches into the next episode. The step after a
-    done step is a reset step (its action was ignored): its return is meaningless and must be masked out of the
-    loss (see `masked_mean`). Returns (T, N).
-    """
+    """Q(λ) returns, (T, N): G_t = r_t + γ [λ G_{t+1} + (1 - λ) max_a Q(s_{t+1}, a)], G_T = max_a Q(s_T, a) (`next_q_max`).
+    Under NEXT_STEP the observation after a done step is the episode's true final one: a truncated step bootstraps from
+    it alone (G_t = r_t + γ q_max[t + 1]), a terminal one from nothing, so no return reaches into the next episode."""
     num_steps = rewards.shape[0]
     returns = torch.zeros_like(rewards)
     next_return = next_q_max
@@ -205,230 +160,50 @@ def compute_q_lambda_returns(rewards, q_max, dones, terminations, next_q_max, ga
     return returns
 
 
-def masked_mean(x, valid):
-    """Mean of `x` over the entries where `valid` is 1 (both the same shape); 0 when none is.
-
-    `valid` is 0 on reset steps, whose action envpool ignored: they stay out of the loss and the logged values.
-    """
+def masked_mean(x, valid):  # the mean of `x` where `valid` is 1 (0 at reset steps, even where x is nan); 0 if none is
     return torch.where(valid.bool(), x, torch.zeros_like(x)).sum() / valid.sum().clamp(min=1.0)
 
 
-def env_error(env_id):
-    """Why this script cannot run `env_id`, as one line, or None when it is an envpool Atari id."""
-    script = os.path.basename(__file__)
-    all_ids = envpool.list_all_envs()
-    if env_id not in all_ids:
-        close = difflib.get_close_matches(env_id, all_ids, n=1)
-        hint = f"did you mean {close[0]}? " if close else ""
-        return f"{env_id!r} is not an envpool env id; {hint}{script} needs an envpool Atari id such as Breakout-v5"
-    if not isinstance(envpool.make_spec(env_id), envpool.atari.AtariEnvSpec):
-        return f"{env_id} is not an envpool Atari game; {script} needs one such as Breakout-v5 or Pong-v5"
-    return None
+def env_error(env_id):  # why this script cannot run `env_id` (cleanrl_utils/enjoy.py asks too), as one line, or None
+    games = [i for i, (module, *_) in envpool.registration.registry.specs.items() if module == "envpool.atari"]
+    game = re.sub(r"^ALE/|(NoFrameskip|Deterministic)?-v\d+$", "", env_id)  # Gymnasium's ids of envpool's games
+    close = sorted({f"{game}-v5"} & set(games)) or difflib.get_close_matches(env_id, games, n=1)
+    hint = f"did you mean {close[0]}? " if close else ""
+    return None if env_id in games else f"{env_id} is not an envpool Atari game; {hint}{SCRIPT} needs one, e.g. Breakout-v5"
 
 
 def validation_error(args):
-    """The first problem with the command-line values as one line, or None when all is well."""
-    if not 0 <= args.seed <= 2**31 - 1 - 100_000:  # envpool takes int32 seeds; evaluation uses seed + 100000
-        return f"--seed must be in [0, {2**31 - 1 - 100_000}] (envpool takes int32 seeds), got {args.seed}"
-    if "/" in args.exp_name or "__" in args.exp_name or not args.exp_name:
-        return f"--exp-name {args.exp_name!r} must be non-empty, without '/' or '__' (they split run names)"
-    run_name_bytes = len(f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}".encode())
-    if run_name_bytes > 255:
-        return f"the run name would be {run_name_bytes} bytes, more than a folder name can hold (255); shorten --exp-name"
-    for name in ("num_envs", "num_steps", "num_minibatches", "update_epochs", "max_episode_steps"):
-        if getattr(args, name) < 1:
-            return f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}"
-    if args.max_episode_steps >= 2**31:  # envpool takes an int32 time limit
-        return f"--max-episode-steps must be below 2**31, got {args.max_episode_steps}"
-    if args.seed + args.num_envs > 2**31:  # envpool seeds sub-env i with seed + i, an int32
-        return f"--seed + --num-envs must be at most 2**31 (sub-env i gets seed + i), got {args.seed + args.num_envs}"
-    batch_size = args.num_envs * args.num_steps
-    if batch_size % args.num_minibatches != 0:
-        return (
-            f"the batch of {batch_size} steps (--num-envs {args.num_envs} x --num-steps {args.num_steps}) "
-            f"does not split into --num-minibatches {args.num_minibatches}; pick a divisor of {batch_size}"
-        )
-    if args.total_timesteps < batch_size:
-        return f"--total-timesteps {args.total_timesteps} is below one batch ({batch_size} steps), so no update would run"
-    for name in ("gamma", "q_lambda", "start_e", "end_e", "exploration_fraction"):
-        if not 0.0 <= getattr(args, name) <= 1.0:
-            return f"--{name.replace('_', '-')} must be in [0, 1], got {getattr(args, name)}"
-    float32_max = float(np.finfo(np.float32).max)  # the update computes in float32
-    for name in ("learning_rate", "max_grad_norm"):
-        if not 0.0 < getattr(args, name) <= float32_max:
-            return f"--{name.replace('_', '-')} must be positive and finite in float32, got {getattr(args, name)}"
-    if args.upload_model:
-        error = upload_error(args)
-        if error is not None:
-            return error
-    if args.capture_video:
-        try:
-            import moviepy  # noqa: F401
-        except ImportError:
-            return "--capture-video needs moviepy (pip install moviepy)"
-    return None
+    batch, mbs = args.num_envs * args.num_steps, max(args.num_minibatches, 1)
+    sizes = "num_envs num_steps num_minibatches update_epochs max_episode_steps".split()
+    checks = [
+        (min(getattr(args, k) for k in sizes) < 1, f"--{', --'.join(k.replace('_', '-') for k in sizes)} must be at least 1"),
+        (not 0 <= args.seed <= 2**31 - args.num_envs, f"--seed must be in [0, 2**31 - {args.num_envs}], got {args.seed}"),
+        (not re.fullmatch(r"[\w.-]{1,150}", args.exp_name) or "__" in args.exp_name,
+         f"--exp-name {args.exp_name!r} must be a folder name: up to 150 letters, digits, '.', '-' and single '_'"),
+        (batch % mbs, f"the batch of {batch} steps does not split into --num-minibatches {args.num_minibatches}"),
+        (not all(0 <= getattr(args, k) <= 1 for k in ("gamma", "q_lambda", "start_e", "end_e", "exploration_fraction")),
+         "--gamma, --q-lambda, --start-e, --end-e and --exploration-fraction must be in [0, 1]"),
+        (not 0 < args.learning_rate < 3.4e37,  # RAdam's first steps divide it by 0.1 in float32
+         f"--learning-rate must be positive and finite in float32, got {args.learning_rate}"),
+        (args.capture_video and not importlib.util.find_spec("moviepy"), "--capture-video needs moviepy: pip install moviepy"),
+    ]  # fmt: skip
+    return next((message for failed, message in checks if failed), None)
 
 
-def hf_repo_id(args, entity):
-    """The Hub repository a run is pushed to, CleanRL's naming: `{entity}/{env_id}-{exp_name}-seed{seed}`."""
-    return f"{entity}/{args.env_id.replace('/', '-')}-{args.exp_name}-seed{args.seed}"
+def fail(message):  # stops before anything is created: one line on stderr, exit code 2
+    print(f"{SCRIPT}: {message}", file=sys.stderr)
+    sys.exit(2)
 
 
-def upload_error(args):
-    """What stops --upload-model before the run starts, as one line, or None. No network call: the token
-    is only looked up where huggingface_hub keeps it (HF_TOKEN, then the file `hf auth login` writes)."""
-    if not args.save_model:
-        return "--upload-model pushes the saved model and its evaluation; add --save-model"
-    try:
-        from huggingface_hub import get_token
-        from huggingface_hub.utils import HFValidationError, validate_repo_id
-    except ImportError:
-        return "--upload-model needs huggingface_hub (pip install huggingface-hub)"
-    repo_id = hf_repo_id(args, args.hf_entity or "user")
-    try:
-        validate_repo_id(repo_id)
-    except HFValidationError:
-        return (
-            f"{repo_id!r} is not a valid Hub repository id: a name of letters, digits, -, _ and . (no '--' or '..', "
-            "no - or . at either end), 96 characters at most; change --hf-entity or --exp-name"
-        )
-    if get_token() is None:
-        return (
-            "--upload-model needs a Hugging Face token: run `hf auth login` "
-            "(older huggingface_hub: `huggingface-cli login`) or set HF_TOKEN"
-        )
-    return None
-
-
-def model_card(args, repo_id, episodic_returns, video):
-    """The README.md of the Hub repository: metadata for the Hub, the evaluation, how to use and reproduce."""
-    import huggingface_hub
-
-    script = os.path.basename(__file__)
-    with open(__file__, "rb") as f:
-        script_sha256 = hashlib.sha256(f.read()).hexdigest()
-    mean, std = float(np.mean(episodic_returns)), float(np.std(episodic_returns))
-    command = shlex.join(["python", script, *sys.argv[1:]])
-    hyperparameters = "\n".join(f"| {key} | {value} |" for key, value in vars(args).items())
-    versions = [
-        platform.python_version(),
-        torch.__version__,
-        envpool.__version__,
-        gym.__version__,
-        np.__version__,
-        huggingface_hub.__version__,
-    ]
-    return f"""---
-tags:
-- {args.env_id}
-- deep-reinforcement-learning
-- reinforcement-learning
-- custom-implementation
-library_name: cleanrl
-model-index:
-- name: PQN
-  results:
-  - task:
-      type: reinforcement-learning
-      name: reinforcement-learning
-    dataset:
-      name: {args.env_id}
-      type: {args.env_id}
-    metrics:
-    - type: mean_reward
-      value: {mean:.2f} +/- {std:.2f}
-      name: mean_reward
-      verified: false
----
-
-# PQN agent playing {args.env_id}
-
-A PQN (Parallelised Q-Network) agent trained on envpool's `{args.env_id}` by CleanRL's single-file script
-[`{script}`]({script}), which is included in this repository with the checkpoint `{args.exp_name}.cleanrl_model`
-and the TensorBoard logs of the run.
-
-## Evaluation
-
-Game score over {len(episodic_returns)} evaluation games: **{mean:.2f} ± {std:.2f}** (mean ± std).
-{"The video `" + video + "` shows an evaluation game." if video else ""}
-
-## Use
-
-```
-python -m cleanrl_utils.enjoy --exp-name {args.exp_name} --hf-repository {repo_id}
-```
-
-## Reproduce
-
-```
-{command}
-```
-
-## Hyperparameters
-
-| param | value |
-|-|-|
-{hyperparameters}
-
-## Versions
-
-| python | torch | envpool | gymnasium | numpy | huggingface_hub | {script} sha256 |
-|-|-|-|-|-|-|-|
-| {" | ".join(versions)} | {script_sha256} |
-"""
-
-
-def push_to_hub(args, run_name, episodic_returns, attempts=3):
-    """Pushes the run to the Hub in one commit: checkpoint, model card (also written to runs/{run_name}/README.md),
-    the last evaluation video as replay.mp4, the TensorBoard events and this script. Commits are not retried by
-    huggingface_hub, so network errors, 5xx and 429 are retried here (`attempts` in all, waiting 1 s, 2 s, ...);
-    other client errors (401, 403, 404) are raised at once. Returns the repository's url."""
-    from huggingface_hub import CommitOperationAdd, HfApi
-
-    api = HfApi()  # the endpoint (HF_ENDPOINT) and the token (HF_TOKEN or the saved one) come from huggingface_hub
-    run_dir = f"runs/{run_name}"
-    video_dir = f"videos/{run_name}-eval"
-    videos = sorted(
-        (name for name in os.listdir(video_dir) if name.endswith(".mp4")) if os.path.isdir(video_dir) else [],
-        key=lambda name: [int(n) for n in re.findall(r"\d+", name)],
-    )
-    files = {f"{args.exp_name}.cleanrl_model": f"{run_dir}/{args.exp_name}.cleanrl_model"}
-    files |= {name: f"{run_dir}/{name}" for name in sorted(os.listdir(run_dir)) if name.startswith("events.out.tfevents")}
-    files[os.path.basename(__file__)] = __file__
-    if videos:
-        files["replay.mp4"] = f"{video_dir}/{videos[-1]}"
-    for attempt in range(1, attempts + 1):
-        try:
-            repo_id = hf_repo_id(args, args.hf_entity or api.whoami()["name"])
-            card_path = f"{run_dir}/README.md"
-            with open(card_path, "w") as f:
-                f.write(model_card(args, repo_id, episodic_returns, "replay.mp4" if videos else None))
-            repo_url = api.create_repo(repo_id, exist_ok=True)
-            operations = [CommitOperationAdd(path_in_repo, local) for path_in_repo, local in files.items()]
-            operations.append(CommitOperationAdd("README.md", card_path))
-            api.create_commit(repo_id, operations, commit_message=f"{args.exp_name} on {args.env_id}: run {run_name}")
-            return str(repo_url)
-        except Exception as e:
-            status = getattr(getattr(e, "response", None), "status_code", None)
-            if attempt == attempts or (status is not None and status < 500 and status != 429):
-                raise
-            time.sleep(2 ** (attempt - 1))
-
-
-def evaluate(model_path, eval_episodes, run_name, device, capture_video=False):
-    """Plays the saved Q-network ε-greedily (ε = 0.05) for `eval_episodes` games; returns their game scores."""
+def evaluate(model_path, eval_episodes, run_name, device, capture_video=False):  # ε-greedy (0.05) games' scores
     checkpoint = torch.load(model_path, map_location=device, weights_only=True)
-    saved = checkpoint["args"]
-    envs = make_env(saved["env_id"], 1, saved["seed"] + 100_000, saved["max_episode_steps"], capture_video)
+    saved = checkpoint["args"]  # envpool seeds are int32
+    envs = make_env(saved["env_id"], 1, (saved["seed"] + 100_000) % 2**31, saved["max_episode_steps"], capture_video)
     n_actions = envs.single_action_space.n
     q_network = QNetwork(n_actions).to(device)
     q_network.load_state_dict(checkpoint["model"])
-    q_network.eval()
     rng = np.random.default_rng(saved["seed"] + 100_000)
-    recorder = GameVideoRecorder(envs, f"videos/{run_name}-eval") if capture_video else None
-    obs, _ = envs.reset()
-    if recorder:
-        recorder.observe()
+    obs, recorder = envs.reset()[0], GameVideoRecorder(envs, f"videos/{run_name}-eval") if capture_video else None
     episodic_returns, game_score = [], 0.0
     while len(episodic_returns) < eval_episodes:
         if rng.random() < 0.05:
@@ -438,29 +213,53 @@ def evaluate(model_path, eval_episodes, run_name, device, capture_video=False):
                 action = q_network(torch.as_tensor(obs, device=device)).argmax(dim=1).cpu().numpy()
         obs, _, _, truncation, infos = envs.step(action)
         game_score += float(infos["reward"][0])  # the unclipped score; a life loss does not end the game
-        game_over = bool(infos["terminated"][0] or truncation[0])
-        if recorder:
-            recorder.observe(game_over)
-        if game_over:
-            episodic_returns.append(game_score)
-            game_score = 0.0
+        if recorder is not None:
+            recorder.step(bool(infos["terminated"][0] or truncation[0]))
+        if infos["terminated"][0] or truncation[0]:
+            episodic_returns, game_score = episodic_returns + [game_score], 0.0
     envs.close()
     return episodic_returns
 
 
 if __name__ == "__main__":
-    import tyro
-
     args = tyro.cli(Args)
-    error = validation_error(args) or env_error(args.env_id)
-    if error is not None:
-        print(f"{os.path.basename(__file__)}: {error}", file=sys.stderr)
-        sys.exit(2)
+    if error := env_error(args.env_id) or validation_error(args):
+        fail(error)
+    if args.upload_model:  # the Hub upload is shared plumbing, in cleanrl_utils/huggingface.py
+        hub = importlib.util.find_spec("cleanrl_utils") and importlib.import_module("cleanrl_utils.huggingface")
+        error = hub.upload_error(args) if hub else "--upload-model needs cleanrl_utils (pip install -e . in a cleanrl clone)"
+        if error:
+            fail(error)
     args.batch_size = int(args.num_envs * args.num_steps)
     args.minibatch_size = int(args.batch_size // args.num_minibatches)
     args.num_iterations = args.total_timesteps // args.batch_size
-    if args.total_timesteps % args.batch_size != 0:
+    if args.num_iterations == 0:
+        print(f"{SCRIPT}: warning: the run ends before its first gradient step (--total-timesteps below one batch)")
+    elif args.total_timesteps % args.batch_size != 0:
         print(f"running {args.num_iterations * args.batch_size} steps: --total-timesteps rounded down to whole batches")
+
+    run_time = int(time.time())
+    while os.path.exists(f"runs/{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"):
+        run_time += 1  # a run that started in the same second owns that name
+    run_name = f"{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"
+    if args.track:
+        import wandb
+
+        try:
+            wandb.init(project=args.wandb_project_name, entity=args.wandb_entity, name=run_name, config=vars(args),
+                       sync_tensorboard=True, save_code=True)  # fmt: skip
+        except Exception as e:  # not logged in, no network, unknown entity: stop before anything is written
+            reason = (str(e).splitlines() or [type(e).__name__])[0]
+            fail(f"--track could not start a W&B run ({reason}); run `wandb login` or set WANDB_MODE=offline")
+    writer = SummaryWriter(f"runs/{run_name}")
+    table = "\n".join(f"|{key}|{value}|" for key, value in vars(args).items())
+    writer.add_text("hyperparameters", f"|param|value|\n|-|-|\n{table}")
+    uploaded_videos = set()
+
+    def upload_videos(folder):  # W&B gets each finished video once (the videos are written by this script)
+        for path in sorted(set(glob.glob(f"{folder}/*.mp4")) - uploaded_videos) if args.track else []:
+            uploaded_videos.add(path)
+            wandb.log({"videos": wandb.Video(path, format="mp4")})
 
     random.seed(args.seed)
     np.random.seed(args.seed)
@@ -468,87 +267,25 @@ if __name__ == "__main__":
     torch.backends.cudnn.deterministic = args.torch_deterministic
     device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
 
-    run_time = int(time.time())
-    while True:  # another run that started in the same second already owns that name: take the next second
-        run_name = f"{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"
-        try:
-            os.makedirs(f"runs/{run_name}")
-            break
-        except FileExistsError:
-            run_time += 1
-    if args.track:
-        import wandb
-
-        try:
-            wandb.init(
-                project=args.wandb_project_name,
-                entity=args.wandb_entity,
-                sync_tensorboard=True,
-                config=vars(args),
-                name=run_name,
-                save_code=True,
-            )
-        except Exception as e:  # not logged in, no network, unknown entity: stop before anything is written
-            os.rmdir(f"runs/{run_name}")
-            if not os.listdir("runs"):
-                os.rmdir("runs")
-            reason = (str(e).splitlines() or [type(e).__name__])[0]
-            print(
-                f"{os.path.basename(__file__)}: --track could not start a W&B run ({reason}); "
-                "run `wandb login` or set WANDB_MODE=offline",
-                file=sys.stderr,
-            )
-            sys.exit(2)
-    writer = SummaryWriter(f"runs/{run_name}")
-    writer.add_text(
-        "hyperparameters",
-        "|param|value|\n|-|-|\n" + "\n".join(f"|{key}|{value}|" for key, value in vars(args).items()),
-    )
-    uploaded_videos = set()
-
-    def upload_new_videos(video_dir):
-        # W&B gets each finished video once, explicitly
-        if args.track and os.path.isdir(video_dir):
-            for name in sorted(os.listdir(video_dir)):
-                path = os.path.join(video_dir, name)  # the eval videos reuse the training videos' names
-                if name.endswith(".mp4") and path not in uploaded_videos:
-                    uploaded_videos.add(path)
-                    wandb.log({"videos": wandb.Video(path, format="mp4")})
-
     envs = make_env(args.env_id, args.num_envs, args.seed, args.max_episode_steps, args.capture_video)
     config = envs.spec.config
-    print(
-        f"{args.env_id} (envpool): frame skip {config.frame_skip}, sticky-action probability "
-        f"{config.repeat_action_probability:g}, episodic life (a life loss ends the agent's episode, not the game), "
-        f"time limit {config.max_episode_steps} agent steps"
-    )
-    recorder = GameVideoRecorder(envs, f"videos/{run_name}") if args.capture_video else None
+    print(f"{args.env_id} (envpool): frame skip {config.frame_skip}, sticky-action probability "
+          f"{config.repeat_action_probability:g}, episodic life, time limit {config.max_episode_steps} agent steps")
     n_actions = envs.single_action_space.n
-
     q_network = QNetwork(n_actions).to(device)
     optimizer = optim.RAdam(q_network.parameters(), lr=args.learning_rate)
 
-    # frames stay uint8 in the rollout buffer (4x smaller); the network scales them by 1/255
     obs = torch.zeros((args.num_steps, args.num_envs) + envs.single_observation_space.shape, dtype=torch.uint8).to(device)
     actions = torch.zeros((args.num_steps, args.num_envs), dtype=torch.long).to(device)
-    rewards = torch.zeros((args.num_steps, args.num_envs)).to(device)
-    dones = torch.zeros((args.num_steps, args.num_envs)).to(device)
-    terminations = torch.zeros((args.num_steps, args.num_envs)).to(device)
-    valid = torch.zeros((args.num_steps, args.num_envs)).to(device)
-    q_max = torch.zeros((args.num_steps, args.num_envs)).to(device)
+    rewards, dones, terminations, valid, q_max = torch.zeros((5, args.num_steps, args.num_envs)).to(device)
     exploration_steps = args.exploration_fraction * args.total_timesteps
-
     global_step = 0
-    start_time = time.time()
-    last_print = start_time
+    start_time = last_print = time.time()
     recent_returns = deque(maxlen=20)
     game_scores = np.zeros(args.num_envs)
-    next_obs, _ = envs.reset()
-    if recorder:
-        recorder.observe()
-    next_obs = torch.as_tensor(next_obs, device=device)
-    # 0 where the next step is a reset step (the previous one ended an episode); carried across rollouts
-    next_valid = torch.ones(args.num_envs, device=device)
+    next_obs = torch.as_tensor(envs.reset()[0], device=device)
+    recorder = GameVideoRecorder(envs, f"videos/{run_name}") if args.capture_video else None
+    next_valid = torch.ones(args.num_envs, device=device)  # 0 where the next step is a reset step; carried across rollouts
 
     for iteration in range(1, args.num_iterations + 1):
         if args.anneal_lr:
@@ -579,8 +316,8 @@ if __name__ == "__main__":
             # game statistics: the unclipped score over all lives, logged when the game (not a life) ends
             game_scores += infos["reward"]
             game_over = infos["terminated"].astype(bool) | truncation
-            if recorder:
-                recorder.observe(bool(game_over[0]))
+            if recorder is not None:
+                recorder.step(bool(game_over[0]))
             for i in np.nonzero(game_over)[0]:
                 recent_returns.append(float(game_scores[i]))
                 writer.add_scalar("charts/episodic_return", game_scores[i], global_step)
@@ -609,13 +346,9 @@ if __name__ == "__main__":
                 optimizer.zero_grad()
                 loss.backward()
                 grad_norm = nn.utils.clip_grad_norm_(q_network.parameters(), args.max_grad_norm)
-                # one sync per minibatch: stop before a non-finite loss or gradient reaches the weights
-                if not torch.isfinite(loss + grad_norm):
-                    script = os.path.basename(__file__)
-                    print(f"{script}: non-finite loss at global_step {global_step}; stopping", file=sys.stderr)
+                if not torch.isfinite(loss + grad_norm):  # one sync per minibatch: stop before NaN reaches the weights
                     writer.close()
-                    envs.close()
-                    sys.exit(1)
+                    sys.exit(f"{SCRIPT}: non-finite loss at global_step {global_step}; stopping")
                 optimizer.step()
 
         sps = int(global_step / (time.time() - start_time))
@@ -628,8 +361,9 @@ if __name__ == "__main__":
             last_print = time.time()
             recent = f"{np.mean(recent_returns):.2f}" if recent_returns else "n/a"
             print(f"global_step={global_step}, episodic_return(last {len(recent_returns)})={recent}, SPS={sps}", flush=True)
-        upload_new_videos(f"videos/{run_name}")
+            upload_videos(f"videos/{run_name}")
     envs.close()
+    upload_videos(f"videos/{run_name}")
 
     if args.save_model:
         model_path = f"runs/{run_name}/{args.exp_name}.cleanrl_model"
@@ -639,20 +373,10 @@ if __name__ == "__main__":
         for idx, episodic_return in enumerate(episodic_returns):
             writer.add_scalar("eval/episodic_return", episodic_return, idx)
         print(f"eval/episodic_return over {len(episodic_returns)} episodes: {np.mean(episodic_returns):.2f}")
-        upload_new_videos(f"videos/{run_name}-eval")
+        upload_videos(f"videos/{run_name}-eval")
 
     writer.close()
     if args.track:
         wandb.finish()
     if args.upload_model:  # last, so that a failed upload leaves every local result written
-        try:
-            repo_url = push_to_hub(args, run_name, episodic_returns)
-        except Exception as e:
-            reason = (str(e).splitlines() or [""])[0] or type(e).__name__
-            print(
-                f"{os.path.basename(__file__)}: --upload-model could not push the run to the Hub ({reason}); "
-                f"everything is kept in runs/{run_name}",
-                file=sys.stderr,
-            )
-            sys.exit(1)
-        print(f"model uploaded to {repo_url}")
+        hub.push_to_hub(args, run_name, episodic_returns, __file__, "PQN", "Parallelised Q-Network")

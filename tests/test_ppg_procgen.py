@@ -1,8 +1,9 @@
-"""ppg_procgen.py: its runs (default flags through two policy phases and two auxiliary phases; the file copied
-alone with video, save, evaluation and offline W&B; refusals) and the pieces of PPG's auxiliary phase: the
-masked behaviour-cloning KL and value losses on hand-computed logits, the detached value head, the
-normalised initialisation, the auxiliary buffer's size. The envpool pieces it shares in kind with
-ppo_procgen.py (GAE, reset-step mask, time limit, env_error) are checked for both files in test_ppo_procgen.py.
+"""ppg_procgen.py: its runs (default flags through two policy phases and two auxiliary phases; upstream CleanRL's smoke
+command as written, whose auxiliary minibatch is smaller than --num-aux-rollouts; a run without a gradient step,
+which warns; the file copied alone with video, save, evaluation and offline W&B; refusals) and the pieces of PPG's
+auxiliary phase: the masked behaviour-cloning KL and value losses on hand-computed logits, the detached value head,
+the normalised initialisation, the auxiliary buffer's size. The envpool pieces it shares in kind with ppo_procgen.py
+(GAE, reset-step mask, time limit, env_error) are checked for both files in test_ppo_procgen.py.
 """
 
 import math
@@ -107,18 +108,19 @@ def test_normalised_initialisation():
 
 
 def test_auxiliary_buffer_size_and_memory_check(monkeypatch):
+    assert ppg.available_memory() is None or ppg.available_memory() > 2**20  # MemAvailable, capped by a cgroup limit
     args = ppg.Args()
     # 32 iterations x 64 envs x 256 steps of a 3x64x64 frame (+ return, mask and 15 logits)
     assert ppg.aux_buffer_bytes(args) == 32 * 64 * 256 * (3 * 64 * 64 + 4 + 4 + 60)
     assert ppg.aux_buffer_bytes(args) / 2**30 == pytest.approx(6.03, abs=0.01)
     monkeypatch.setattr(ppg, "available_memory", lambda: 4 * 2**30)
-    error = ppg.aux_memory_error(args)
-    assert "the auxiliary buffer needs 6.0 GiB (--n-iteration 32 x --num-envs 64 x --num-steps 256" in error
-    assert "only 4.0 GiB of memory is available; lower --n-iteration" in error
+    error = ppg.validation_error(args)
+    assert error.startswith("the auxiliary buffer needs 6.0 GiB (and 1 GiB for the rest) but only 4.0 GiB of memory")
+    assert error.endswith("is available; lower --n-iteration, --num-envs or --num-steps")
     args.n_iteration = 8
-    assert ppg.aux_memory_error(args) is None  # 1.5 GiB + 1 GiB headroom
+    assert ppg.validation_error(args) is None  # 1.5 GiB + 1 GiB headroom
     monkeypatch.setattr(ppg, "available_memory", lambda: None)  # unknown: no refusal
-    assert ppg.aux_memory_error(ppg.Args()) is None
+    assert ppg.validation_error(ppg.Args()) is None
 
 
 def test_default_flags_run_two_phases(workdir):
@@ -137,6 +139,26 @@ def test_default_flags_run_two_phases(workdir):
     assert not (workdir / "videos").exists()
 
 
+def test_upstream_smoke_command_runs_as_written(workdir, fork_script):
+    # upstream CleanRL's tests/test_procgen.py (../shared/upstream-test-commands.tsv): phases of one 64-step iteration,
+    # whose auxiliary buffer of 1 rollout is one minibatch smaller than --num-aux-rollouts 4 (as upstream slices it)
+    flags = ["--num-envs", 1, "--num-steps", 64, "--total-timesteps", 256, "--num-minibatches", 2, "--n-iteration", 1]
+    result = fork_script(SCRIPT, *flags, cwd=workdir, timeout=600)
+    check_ok(result)
+    assert "warning" not in result.stdout and "global_step=256" in result.stdout
+    for tag in AUX_TAGS:
+        steps, values = read_scalars(str(only_run_dir(workdir)), tag)
+        assert list(steps) == [64, 128, 192, 256] and all(math.isfinite(v) for v in values), tag
+
+
+def test_a_run_without_a_gradient_step_warns_and_runs(workdir, fork_script):
+    result = fork_script(SCRIPT, *ONE_PHASE, "--total-timesteps", 63, cwd=workdir, timeout=300)  # below one phase of 64
+    check_ok(result)
+    warning = f"{SCRIPT}: warning: the run ends before its first gradient step (--total-timesteps below one phase)"
+    assert [line for line in result.stdout.splitlines() if "warning" in line] == [warning]
+    assert read_scalars(str(only_run_dir(workdir)), "losses/aux/kl_loss")[0].size == 0
+
+
 def test_copied_file_with_video_save_evaluation_and_offline_tracking(tmp_path):
     run_dir, checkpoint, _ = run_copied_alone(SCRIPT, *ONE_PHASE, tmp_path=tmp_path)
     assert checkpoint["args"]["env_id"] == "StarpilotEasy-v0" and checkpoint["args"]["n_iteration"] == 2
@@ -147,12 +169,9 @@ def test_copied_file_with_video_save_evaluation_and_offline_tracking(tmp_path):
 @pytest.mark.parametrize(
     "flags,message",
     [
-        (
-            ["--n-iteration", 100000, "--total-timesteps", 10**15],
-            "the auxiliary buffer needs 18853.8 GiB (--n-iteration 100000 x --num-envs 64 x --num-steps 256",
-        ),
-        (["--num-aux-rollouts", 3], "rollouts (--n-iteration 32 x --num-envs 64) do not split into minibatches of"),
-        (["--total-timesteps", 100000], "is below one phase (524288 steps: --n-iteration 32 x 16384-step batches)"),
+        (["--n-iteration", 100000, "--total-timesteps", 10**15], "the auxiliary buffer needs 18853.8 GiB (and 1 GiB for"),
+        (["--num-aux-rollouts", 0], "--n-iteration, --e-policy, --v-value, --e-auxiliary, --num-aux-rollouts, --n-aux-grad"),
+        (["--env-id", "starpilot"], "starpilot is not an envpool Procgen game; did you mean StarpilotEasy-v0? ppg_procgen.py"),
     ],
 )
 def test_bad_input_exits_2_with_one_line_and_creates_nothing(flags, message, workdir, fork_script):

@@ -1,10 +1,11 @@
-"""ppo_procgen.py: its runs (default flags; the file copied alone with video, save, evaluation and offline W&B;
-refusals), and the envpool pieces it shares in kind with ppg_procgen.py (each file has its own copy, so both
-copies are checked here): GAE and the reset-step mask of envpool's NEXT_STEP autoreset, masked means and
-advantage normalisation, the script-side time limit, env_error.
+"""ppo_procgen.py: its runs (default flags; upstream CleanRL's smoke command as written; a run without a gradient step,
+which warns; the file copied alone with video, save, evaluation and offline W&B; refusals), and the envpool pieces it
+shares in kind with ppg_procgen.py (each file has its own copy, so both copies are checked here): GAE and the
+reset-step mask of envpool's NEXT_STEP autoreset, masked means and advantage normalisation, the script-side time
+limit, env_error.
 
-NEXT_STEP layout used by the hand-computed GAE cases: a game that ends at step t (done) hands back its true
-final observation as obs[t + 1]; step t + 1 is then a reset step (action ignored, reward 0) that no loss sees.
+NEXT_STEP layout used by the hand-computed GAE cases: a game that ends at step t (done) hands back its true final
+observation as obs[t + 1]; step t + 1 is then a reset step (action ignored, reward 0) that no loss sees.
 """
 
 import numpy as np
@@ -168,7 +169,7 @@ def test_env_error(script):
     assert "Breakout-v5 is not an envpool Procgen game" in script.env_error("Breakout-v5")
     assert "did you mean StarpilotEasy-v0?" in script.env_error("StarpilotEasy-v1")
     assert "did you mean BigfishEasy-v0?" in script.env_error("bigfish")  # the procgen package's name
-    assert "CartPol-v1 is not an envpool env id" in script.env_error("CartPol-v1")
+    assert script.env_error("CartPol-v1") == f"CartPol-v1 is not an envpool Procgen game; {script.SCRIPT} needs one"
 
 
 def test_validation_messages(script):
@@ -177,7 +178,7 @@ def test_validation_messages(script):
         args.num_envs, args.num_steps = 8, 16  # PPG's auxiliary buffer at the defaults needs 6 GiB of free memory
         for key, value in changes.items():
             setattr(args, key, value)
-        return script.validation_error(args)
+        return script.env_error(args.env_id) or script.validation_error(args)  # as the script asks
 
     assert error() is None
     assert "--max-episode-steps must be in [1, 1000]" in error(max_episode_steps=1001)
@@ -199,6 +200,23 @@ def test_default_flags(workdir):
     _, returns = read_scalars(str(run_dir), "charts/episodic_return")
     assert len(returns) == len(lengths) and all(r >= 0 and r == int(r) for r in returns)  # raw Starpilot scores
     assert not (workdir / "videos").exists()
+
+
+def test_upstream_smoke_command_runs_as_written(workdir, fork_script):
+    # upstream CleanRL's tests/test_procgen.py (../shared/upstream-test-commands.tsv): 4 batches of 64 steps
+    result = fork_script(SCRIPT, "--num-envs", 1, "--num-steps", 64, "--total-timesteps", 256, "--num-minibatches", 2,
+                         cwd=workdir, timeout=600)  # fmt: skip
+    check_ok(result)
+    assert "warning" not in result.stdout and "global_step=256" in result.stdout
+    assert list(read_scalars(str(only_run_dir(workdir)), "losses/value_loss")[0]) == [64, 128, 192, 256]
+
+
+def test_a_run_without_a_gradient_step_warns_and_runs(workdir, fork_script):
+    result = fork_script(SCRIPT, *TINY, "--total-timesteps", 31, cwd=workdir, timeout=300)  # below one batch of 32 steps
+    check_ok(result)
+    warning = f"{SCRIPT}: warning: the run ends before its first gradient step (--total-timesteps below one batch)"
+    assert [line for line in result.stdout.splitlines() if "warning" in line] == [warning]
+    assert read_scalars(str(only_run_dir(workdir)), "losses/value_loss")[0].size == 0
 
 
 def test_copied_file_with_video_save_evaluation_and_offline_tracking(tmp_path):

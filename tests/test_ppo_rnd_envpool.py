@@ -1,6 +1,7 @@
 """ppo_rnd_envpool.py: the RND pieces against values worked out by hand (running statistics, the reward forward
 filter, frame normalisation, reset-step masks, the extrinsic and intrinsic GAE), then the script run as a user
-would: tiny default-flags run with every tag, the file copied alone with video, model and offline W&B, refusals."""
+would: tiny default-flags run with every tag, upstream CleanRL's smoke command as written, a run without a gradient
+step (it warns), the file copied alone with video, model and offline W&B, refusals."""
 
 import pytest
 import torch
@@ -199,7 +200,7 @@ def test_env_error_accepts_only_envpool_atari_ids():
     assert rnd.env_error("MontezumaRevenge-v5") is None
     assert "CartPole-v1 is not an envpool Atari game" in rnd.env_error("CartPole-v1")
     message = rnd.env_error("ALE/MontezumaRevenge-v5")
-    assert message.startswith("ALE/MontezumaRevenge-v5 is not an envpool id; did you mean MontezumaRevenge-v5?")
+    assert message.startswith("ALE/MontezumaRevenge-v5 is not an envpool Atari game; did you mean MontezumaRevenge-v5?")
 
 
 def test_make_env_settings():
@@ -230,6 +231,23 @@ def test_default_flags_log_every_tag_once_per_iteration(workdir):
     assert not (workdir / "videos").exists()
 
 
+def test_upstream_smoke_command_runs_as_written(workdir, fork_script):
+    # upstream CleanRL's tests/test_envpool.py (../shared/upstream-test-commands.tsv): one batch of 8 envs x 32 steps
+    flags = ["--num-envs", 8, "--num-steps", 32, "--num-iterations-obs-norm-init", 1, "--total-timesteps", 256]
+    result = fork_script(SCRIPT, *flags, cwd=workdir, timeout=600)
+    check_ok(result)
+    assert "warning" not in result.stdout and "global_step=256" in result.stdout
+    assert list(read_scalars(str(only_run_dir(workdir)), "losses/fwd_loss")[0]) == [256]
+
+
+def test_a_run_without_a_gradient_step_warns_and_runs(workdir, fork_script):
+    result = fork_script(SCRIPT, *TINY, "--total-timesteps", 63, cwd=workdir, timeout=300)  # below one batch of 64 steps
+    check_ok(result)
+    warning = f"{SCRIPT}: warning: the run ends before its first gradient step (--total-timesteps below one batch)"
+    assert [line for line in result.stdout.splitlines() if "warning" in line] == [warning]
+    assert read_scalars(str(only_run_dir(workdir)), "losses/fwd_loss")[0].size == 0
+
+
 def test_copied_file_films_saves_evaluates_and_tracks(tmp_path):
     _, checkpoint, _ = run_copied_alone(SCRIPT, *TINY, tmp_path=tmp_path)
     assert set(checkpoint) == {"model", "args", "rnd_model", "obs_rms", "reward_rms"}
@@ -237,13 +255,14 @@ def test_copied_file_films_saves_evaluates_and_tracks(tmp_path):
     assert checkpoint["obs_rms"]["mean"].shape == (1, 84, 84)
 
 
+IN_0_1 = "--gamma, --int-gamma, --gae-lambda and --update-proportion must be in [0, 1]"
 REFUSED = [
-    (["--max-episode-steps", 2**31], "--max-episode-steps must be below 2**31"),
     (["--env-id", "CartPole-v1"], "CartPole-v1 is not an envpool Atari game"),
     (["--env-id", "MontezumaRevengeNoFrameskip-v4"], "did you mean MontezumaRevenge-v5?"),
-    (["--update-proportion", 1.5], "--update-proportion must be in [0, 1], got 1.5"),
-    (["--int-gamma", -0.1], "--int-gamma must be in [0, 1], got -0.1"),
-    (["--num-iterations-obs-norm-init", -1], "--num-iterations-obs-norm-init must be at least 0"),
+    (["--update-proportion", 1.5], IN_0_1),
+    (["--int-gamma", -0.1], IN_0_1),
+    (["--max-episode-steps", 0], "--update-epochs, --max-episode-steps must be at least 1"),
+    (["--num-minibatches", 3], "the batch of 16384 steps does not split into --num-minibatches 3"),
 ]
 
 

@@ -1,6 +1,6 @@
 """pqn_atari_envpool.py: Q(λ) returns under envpool's NEXT_STEP autoreset worked out by hand (for it and
 pqn_atari_envpool_lstm.py, which has its own copy), the masked reset step, and the script run as a user would:
-default flags, the file alone with every output flag, and refused input.
+default flags, a run without a gradient step (it warns), the file alone with every output flag, and refused input.
 
 Returns: rewards r, max_a Q(s_t, a) = q_max, max_a Q of the observation after the rollout 4, gamma = 0.5,
 lambda = 0.5: G_t = r_t + gamma * (lambda * G_{t+1} + (1 - lambda) * q_max[t+1]), G_T = 4. With NEXT_STEP
@@ -143,18 +143,26 @@ def test_default_flags_log_every_tag_once_per_iteration(workdir):
     assert not (workdir / "videos").exists()
 
 
+def test_a_run_without_a_gradient_step_warns_and_runs(workdir, fork_script):
+    result = fork_script(SCRIPT, *TINY, "--total-timesteps", 95, cwd=workdir, timeout=300)  # below one batch of 96 steps
+    check_ok(result)
+    warning = f"{SCRIPT}: warning: the run ends before its first gradient step (--total-timesteps below one batch)"
+    assert [line for line in result.stdout.splitlines() if "warning" in line] == [warning]
+    assert read_scalars(str(only_run_dir(workdir)), "losses/td_loss")[0].size == 0
+
+
 def test_copied_file_films_saves_evaluates_and_tracks(tmp_path):
     _, checkpoint, _ = run_copied_alone(SCRIPT, *TINY, tmp_path=tmp_path)
     assert checkpoint["args"]["env_id"] == "Breakout-v5" and checkpoint["args"]["max_episode_steps"] == MAX_EPISODE_STEPS
 
 
 REFUSED = [
-    (["--env-id", "Breakout-v4"], "'Breakout-v4' is not an envpool env id; did you mean Breakout-v5?"),
+    (["--env-id", "Breakout-v4"], "Breakout-v4 is not an envpool Atari game; did you mean Breakout-v5?"),
     (["--env-id", "CartPole-v1"], "CartPole-v1 is not an envpool Atari game"),
     (["--num-minibatches", 3], "does not split into --num-minibatches 3"),
-    (["--max-episode-steps", 0], "--max-episode-steps must be at least 1, got 0"),
-    (["--max-episode-steps", 2**31], "--max-episode-steps must be below 2**31"),
-    (["--seed", 2**31], "--seed must be in [0, 2147383647] (envpool takes int32 seeds"),
+    (["--max-episode-steps", 0], "--update-epochs, --max-episode-steps must be at least 1"),
+    (["--seed", 2**31], "--seed must be in [0, 2**31 - 128], got 2147483648"),
+    (["--exploration-fraction", 2], "--gamma, --q-lambda, --start-e, --end-e and --exploration-fraction must be in [0, 1]"),
 ]
 
 

@@ -1,6 +1,7 @@
 """pqn_atari_envpool_lstm.py: where the memory is reset under envpool's NEXT_STEP autoreset, worked out by
 hand; that memory never crosses a reset and that replaying a rollout gives the Q-values the agent acted on;
-the script run as a user would: default flags, the file alone with every output flag, and refused input.
+the script run as a user would: default flags, a run without a gradient step (it warns), the file alone with every
+output flag, and refused input.
 Its Q(λ) returns are tested with pqn_atari_envpool.py's in test_pqn_atari_envpool.py.
 """
 
@@ -107,6 +108,14 @@ def test_default_flags_log_every_tag_once_per_iteration(workdir):
     assert not (workdir / "videos").exists()
 
 
+def test_a_run_without_a_gradient_step_warns_and_runs(workdir, fork_script):
+    result = fork_script(SCRIPT, *TINY, "--total-timesteps", 95, cwd=workdir, timeout=300)  # below one batch of 96 steps
+    check_ok(result)
+    warning = f"{SCRIPT}: warning: the run ends before its first gradient step (--total-timesteps below one batch)"
+    assert [line for line in result.stdout.splitlines() if "warning" in line] == [warning]
+    assert read_scalars(str(only_run_dir(workdir)), "losses/td_loss")[0].size == 0
+
+
 def test_copied_file_films_saves_evaluates_and_tracks(tmp_path):
     _, checkpoint, _ = run_copied_alone(SCRIPT, *TINY, tmp_path=tmp_path)
     assert checkpoint["args"]["env_id"] == "Breakout-v5"
@@ -114,11 +123,10 @@ def test_copied_file_films_saves_evaluates_and_tracks(tmp_path):
 
 
 REFUSED = [
-    (["--max-episode-steps", 2**31], "--max-episode-steps must be below 2**31"),
-    (["--env-id", "Pong-v4"], "'Pong-v4' is not an envpool env id; did you mean Pong-v5?"),
+    (["--env-id", "Pong-v4"], "Pong-v4 is not an envpool Atari game; did you mean Pong-v5?"),
     (["--env-id", "StarpilotEasy-v0"], "StarpilotEasy-v0 is not an envpool Atari game"),
     (["--num-envs", 4, "--num-minibatches", 3], "--num-envs 4 does not split into --num-minibatches 3"),
-    (["--q-lambda", 1.5], "--q-lambda must be in [0, 1], got 1.5"),
+    (["--q-lambda", 1.5], "--gamma, --q-lambda, --start-e, --end-e and --exploration-fraction must be in [0, 1]"),
 ]
 
 
