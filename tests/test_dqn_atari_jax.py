@@ -126,10 +126,9 @@ def test_non_finite_loss_stops_the_run_with_its_step(workdir, fork_script):
 
 BAD = [
     (["--env-id", "CartPole-v1"], "CartPole-v1 is not an ale-py Atari game"),
-    (["--tau", 0], "--tau must be in (0, 1]"),
-    (["--total-timesteps", 1000, "--learning-starts", 1000], "does not exceed --learning-starts 1000"),
-    (["--learning-rate", 1e38], "at most 3.4e+37 (Adam), got 1e+38"),
-    (["--buffer-size", 10**13], "lower --buffer-size"),
+    (["--learning-rate", 1e38], "--learning-rate must be positive and finite in float32, got 1e+38"),
+    (["--buffer-size", 20, "--num-envs", 4], "--buffer-size 20 leaves a sub-env fewer than 10 frames"),
+    (["--buffer-size", 10**13], "more than this machine's memory; lower --buffer-size"),
 ]
 
 
@@ -137,3 +136,12 @@ BAD = [
 def test_bad_input_exits_2_with_one_line_and_creates_nothing(flags, message, workdir, fork_script):
     result = fork_script(SCRIPT, "--capture-video", "--track", "--save-model", *flags, cwd=workdir)
     check_refused(result, SCRIPT, message, workdir)
+
+
+def test_a_run_without_a_gradient_step_runs_with_one_warning(workdir, fork_script):
+    flags = ["--total-timesteps", 16, "--learning-starts", 16, "--buffer-size", 100]
+    result = fork_script(SCRIPT, *flags, cwd=workdir, timeout=600)
+    check_ok(result)
+    warning = f"{SCRIPT}: warning: the run ends before its first gradient step (--learning-starts 16)"
+    assert [line for line in result.stdout.splitlines() if "warning" in line] == [warning]
+    assert read_scalars(str(only_run_dir(workdir)), "losses/td_loss")[0].size == 0

@@ -283,15 +283,11 @@ def test_validation_and_defaults_are_the_twins():
     assert list(jax_fields) == [k for k in twin_fields if k not in ("torch_deterministic", "cuda")]
     differ = {k for k in jax_fields if k != "exp_name" and jax_fields[k] != twin_fields[k]}
     assert differ == {"teacher_model_exp_name"} and jax_fields["teacher_model_exp_name"] == "dqn_atari_jax"
-    no_update = {"offline_steps": 0, "total_timesteps": 1000, "learning_starts": 999, "train_frequency": 16}
-    for changes in [
-        {"distill_window": 0},
-        {"offline_steps": -5},
-        {"teacher_steps": 1, "num_envs": 2},
-        {"tau": 0.0},
-        no_update,
-    ]:
-        assert qdagger.validation_error(qdagger.Args(**changes)) == twin.validation_error(twin.Args(**changes)) is not None
+    env = qdagger.gym.make(ENV)
+    for changes in [{"distill_window": 0}, {"teacher_steps": 1, "num_envs": 2}, {"temperature": 0.0}, {"gamma": 2.0}]:
+        got = qdagger.validation_error(qdagger.Args(**changes), env)
+        assert got == twin.validation_error(twin.Args(**changes), env) is not None
+    assert qdagger.validation_error(qdagger.Args(buffer_size=1000), env) is None
     # the enjoy tool passes `device` only to an evaluate that declares it
     assert list(inspect.signature(qdagger.evaluate).parameters) == [
         "model_path",
@@ -356,3 +352,13 @@ def test_non_finite_loss_stops_the_run_at_its_first_step(jax_teacher_path, tmp_p
     # found at the logging cadence (step 100), named by the first update's step
     assert f"{SCRIPT}: non-finite loss at global_step 4; stopping" in result.stderr.splitlines()
     assert only_run_dir(tmp_path).exists()  # what was logged so far is kept
+
+
+def test_a_run_without_an_online_gradient_step_runs_with_one_warning(jax_teacher_path, tmp_path, fork_script):
+    # the online clock starts at --offline-steps: 0 here, so learning would start after the run's 16 steps
+    flags = ["--teacher-steps", 0, "--offline-steps", 0, "--total-timesteps", 16, "--learning-starts", 16]
+    result = fork_script(SCRIPT, "--teacher-model-path", jax_teacher_path, *TINY[:2], *flags, cwd=tmp_path, timeout=600)
+    check_ok(result)
+    warning = f"{SCRIPT}: warning: the run ends before its first online gradient step (its clock starts at --offline-steps)"
+    assert [line for line in result.stdout.splitlines() if "warning" in line] == [warning]
+    assert read_scalars(str(only_run_dir(tmp_path)), "losses/loss")[0].size == 0
