@@ -1,7 +1,7 @@
 """The pure pieces of the continuous off-policy scripts (sac, td3, ddpg), checked against hand-computed
 values: per-dimension action rescaling with asymmetric bounds, the squashed Gaussian log-prob with a
 scale other than 1, exploration and target-smoothing noise scaled and clamped per dimension, the TD
-targets at termination and truncation, and where the action bounds are read from."""
+targets at termination and truncation, where the action bounds are read from, and which spaces the checks refuse."""
 
 import math
 
@@ -138,34 +138,38 @@ def test_soft_update_moves_targets_by_tau():
 
 
 @pytest.mark.parametrize("module", ALL, ids=lambda m: m.__name__)
-def test_bounds_come_from_the_unwrapped_env(module):
-    env = gym.wrappers.ClipAction(gym.make("Pendulum-v1"))
-    assert np.isinf(env.action_space.low).all()  # what a wrapper reports
+def test_bounds_come_from_the_space_the_actions_go_to(module):
+    # Pendulum takes [-2, 2]; behind RescaleAction the env the script steps takes [0, 0.5]: the bounds are the
+    # wrapper's, never env.unwrapped's
+    env = gym.wrappers.RescaleAction(gym.make("Pendulum-v1"), np.float32(0.0), np.float32(0.5))
     low, high = module.action_bounds(env)
-    assert low.tolist() == [-2.0] and high.tolist() == [2.0] and low.dtype == np.float32
-
-
-class _Args:
-    env_id = "Test-v0"
+    assert low.tolist() == [0.0] and high.tolist() == [0.5] and low.dtype == high.dtype == np.float32
+    env.action_space = gym.spaces.Box(LOW, HIGH)  # whatever the outermost space declares, per dimension
+    assert [b.tolist() for b in module.action_bounds(env)] == [LOW.tolist(), HIGH.tolist()]
 
 
 class _Env:
     def __init__(self, action_space, observation_space=gym.spaces.Box(-1, 1, (3,))):
         self.action_space, self.observation_space = action_space, observation_space
-        self.unwrapped = self
 
 
 @pytest.mark.parametrize("module", ALL, ids=lambda m: m.__name__)
 @pytest.mark.parametrize(
-    "space,message",
+    "space,observations,message",
     [
-        (gym.spaces.Discrete(3), "supports 1-D Box action spaces; Test-v0 has Discrete(3)"),
-        (gym.spaces.Box(-np.inf, np.inf, (2,)), "must be finite with high > low in every dimension"),
-        (gym.spaces.Box(np.array([-1.0, 0.0]), np.array([1.0, np.inf])), "high=[1.0, inf]"),
-        (gym.spaces.Box(np.array([-1.0, 0.5]), np.array([1.0, 0.5])), "low=[-1.0, 0.5] high=[1.0, 0.5]"),
+        (gym.spaces.Discrete(3), None, "Test-v0 has Discrete(3) actions; {script} supports 1-D Box ones"),
+        (gym.spaces.Box(-1, 1, (2, 2)), None, "has Box(-1.0, 1.0, (2, 2), float32) actions; {script} supports 1-D Box ones"),
+        (gym.spaces.Box(-np.inf, np.inf, (2,)), None, "must be finite with high > low in every dimension"),
+        (gym.spaces.Box(np.array([-1.0, 0.0]), np.array([1.0, np.inf])), None, "high=[1.0, inf]"),
+        (gym.spaces.Box(np.array([-1.0, 0.5]), np.array([1.0, 0.5])), None, "low=[-1.0, 0.5] high=[1.0, 0.5]"),
+        (gym.spaces.Box(LOW, HIGH), gym.spaces.Box(0, 255, (8, 8, 3), np.uint8), "observations; {script} supports 1-D Box"),
+        (gym.spaces.Box(LOW, HIGH), gym.spaces.Discrete(4), "Test-v0 has Discrete(4) observations"),
     ],
 )
-def test_space_error_refuses_what_cannot_be_squashed(module, space, message):
-    error = module.space_error(_Args(), _Env(space))
-    assert error is not None and message in error
-    assert module.space_error(_Args(), _Env(gym.spaces.Box(LOW, HIGH))) is None
+def test_validation_refuses_spaces_that_cannot_be_squashed_or_fed(module, space, observations, message):
+    args = module.Args(env_id="Test-v0")
+    script = f"{module.__name__.removeprefix('script_')}.py"
+    env = _Env(space) if observations is None else _Env(space, observations)
+    error = module.validation_error(args, env)
+    assert error is not None and message.format(script=script) in error
+    assert module.validation_error(args, _Env(gym.spaces.Box(LOW, HIGH))) is None
