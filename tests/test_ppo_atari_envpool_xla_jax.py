@@ -2,7 +2,7 @@
 their pure pieces give the twin's numbers (masked GAE, masked mean, the PPO loss with and without the clipped value
 loss, the Nature-CNN agent with the twin's weights, the game statistics), envpool's XLA step and the host fallback
 step the same games, each script runs with either and logs the same values with both, films games whose frames
-move, and refuses bad input.
+move, refuses bad input, and runs a run too short for an update with a warning.
 """
 
 import numpy as np
@@ -325,10 +325,19 @@ def test_default_and_copied_alone_runs(script, tmp_path, fork_script):
     "flags,message",
     [
         (["--env-id", "BreakoutNoFrameskip-v4"], "BreakoutNoFrameskip-v4 is not an envpool id (did you mean Breakout-v5?)"),
-        (["--max-episode-steps", 0], "--max-episode-steps must be at least 1, got 0"),
+        (["--max-episode-steps", 0], "--max-episode-steps must be in [1, 2**31), got 0"),
+        (["--seed", 2**31 - 1], "--seed must be in [0, 2**31 - --num-envs] (int32), got 2147483647"),
         (["--num-minibatches", 3], "does not split into --num-minibatches 3"),
     ],
 )
 def test_bad_input_exits_2_with_one_line_and_creates_nothing(script, flags, message, workdir, fork_script):
     result = fork_script(script, "--capture-video", "--track", "--save-model", *flags, cwd=workdir, timeout=120)
     check_refused(result, script, message, workdir)
+
+
+def test_a_run_without_a_gradient_step_runs_with_a_warning(script, workdir, fork_script):
+    result = fork_script(script, "--num-envs", 2, "--num-steps", 16, "--total-timesteps", 16, cwd=workdir, timeout=300)
+    check_ok(result)
+    warning = f"{script}: warning: the run ends before its first gradient step (--total-timesteps below one batch)"
+    assert warning in result.stdout.splitlines()
+    assert len(read_scalars(str(only_run_dir(workdir)), "losses/value_loss")[0]) == 0

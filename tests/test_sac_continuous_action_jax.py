@@ -1,7 +1,7 @@
 """sac_continuous_action_jax.py, the JAX twin of sac_continuous_action.py: its pure pieces and its actor give
 the torch script's numbers on the same inputs, and, run as a user would (a subprocess), it logs the twin's tags
 at their cadence, runs copied alone through every output path (with the fixed α), stops at a non-finite loss
-with its step, and refuses bad input before anything is made."""
+with its step, refuses bad input before anything is made, and runs a run too short for a gradient step with a warning."""
 
 import math
 
@@ -100,10 +100,11 @@ def test_soft_update_matches_the_twin():
 
 
 def test_action_bounds_match_the_twin_through_wrappers():
-    env = gym.wrappers.ClipAction(gym.make("Pendulum-v1"))
+    # the bounds of the space the actions go to (RescaleAction's [0, 0.5]), never env.unwrapped's [-2, 2]
+    env = gym.wrappers.RescaleAction(gym.make("Pendulum-v1"), np.float32(0.0), np.float32(0.5))
     (low, high), (torch_low, torch_high) = JAX.action_bounds(env), TORCH.action_bounds(env)
     assert low.dtype == high.dtype == np.float32
-    assert low.tolist() == torch_low.tolist() == [-2.0] and high.tolist() == torch_high.tolist() == [2.0]
+    assert low.tolist() == torch_low.tolist() == [0.0] and high.tolist() == torch_high.tolist() == [0.5]
 
 
 def actor_params_from_torch(actor):
@@ -170,15 +171,6 @@ def test_copied_file_runs_every_output_path_with_a_fixed_alpha(tmp_path):
     assert len(read_scalars(str(run_dir), "losses/alpha_loss")[0]) == 0  # no α loss without --autotune
 
 
-def test_model_card_names_sac_jax_and_loads_the_checkpoint_with_flax():
-    args = JAX.Args(env_id="Hopper-v5", save_model=True)
-    card = JAX.model_card(args, "user/Hopper-v5-sac_continuous_action_jax-seed1", [1.0, 2.0, 4.0], "replay.mp4")
-    assert "- name: SAC (JAX)\n" in card and "# SAC (JAX) agent playing Hopper-v5\n" in card
-    assert "2.33 ± 1.25" in card and "| jax | flax | optax | gymnasium |" in card
-    assert "flax.serialization.msgpack_restore(f.read())" in card and "torch" not in card
-    assert all(f"| {key} | {value} |" in card for key, value in vars(args).items())
-
-
 TEST_ENVS = """
 import gymnasium as gym
 from gymnasium.envs.classic_control.pendulum import PendulumEnv
@@ -202,10 +194,9 @@ def test_non_finite_loss_stops_the_run_with_its_step(workdir):
 
 
 BAD = [
-    (["--env-id", "CartPole-v1"], "supports 1-D Box action spaces; CartPole-v1 has Discrete(2)"),
-    (["--total-timesteps", 5000, "--learning-starts", 5000], "does not exceed --learning-starts 5000 by a gradient step"),
-    (["--q-lr", "nan"], "--q-lr must be positive and at most 3.4e+37 (Adam), got nan"),
-    (["--alpha", -0.1, "--no-autotune"], "--alpha must be non-negative and finite in float32, got -0.1"),
+    (["--env-id", "CartPole-v1"], "CartPole-v1 has Discrete(2) actions; sac_continuous_action_jax.py supports 1-D Box ones"),
+    (["--q-lr", "nan"], "--policy-lr and --q-lr must be positive and finite in float32, got 0.0003 and nan"),
+    (["--target-network-frequency", 0], "--target-network-frequency must be at least 1"),
     (["--buffer-size", 10**13], "lower --buffer-size"),
 ]
 
@@ -214,3 +205,12 @@ BAD = [
 def test_bad_input_exits_2_with_one_line_and_creates_nothing(flags, message, workdir, fork_script):
     result = fork_script(SCRIPT, "--capture-video", "--track", "--save-model", *flags, cwd=workdir, timeout=120)
     check_refused(result, SCRIPT, message, workdir)
+
+
+def test_a_run_without_a_gradient_step_runs_with_a_warning(workdir, fork_script):
+    # CleanRL's own smoke test of the twin: --batch-size 128 --total-timesteps 135, learning from step 5000
+    result = fork_script(SCRIPT, "--batch-size", 128, "--total-timesteps", 135, cwd=workdir, timeout=300)
+    check_ok(result)
+    warning = f"{SCRIPT}: warning: the run ends before its first gradient step (--learning-starts 5000)"
+    assert warning in result.stdout.splitlines()
+    assert len(read_scalars(str(only_run_dir(workdir)), "losses/qf_loss")[0]) == 0
