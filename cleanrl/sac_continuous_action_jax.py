@@ -127,7 +127,7 @@ def soft_q_target(rewards, dones, gamma, qf1_next_target, qf2_next_target, next_
     return rewards + gamma * (1.0 - dones) * (jnp.minimum(qf1_next_target, qf2_next_target) - alpha * next_log_pi)
 
 
-LOG_STD_MAX, LOG_STD_MIN = 2, -5
+LOG_STD_MIN, LOG_STD_MAX = -5, 2
 
 
 class SoftQNetwork(nn.Module):
