@@ -10,7 +10,7 @@ import torch
 
 from conftest import load_script
 
-SCRIPTS = ["ppo", "ppo_atari", "ppo_continuous_action"]
+SCRIPTS = ["ppo", "ppo_atari", "ppo_continuous_action", "rpo_continuous_action"]
 GAMMA, LAMBDA = 0.5, 0.5
 
 

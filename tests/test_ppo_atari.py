@@ -19,7 +19,7 @@ def wrapper_types(env):
 
 
 def test_episode_statistics_are_game_scores_across_lives():
-    envs = ppo_atari.make_vector_env("BreakoutNoFrameskip-v4", 1, False, "test")
+    envs = ppo_atari.make_env("BreakoutNoFrameskip-v4", 1, False, "test")
     envs.reset(seed=1)
     envs.action_space.seed(1)
     life_ends, episode = 0, None
@@ -38,21 +38,21 @@ def test_episode_statistics_are_game_scores_across_lives():
 
 
 def test_fire_reset_only_for_games_with_fire():
-    breakout = ppo_atari.make_env("BreakoutNoFrameskip-v4", 0, False, "test")()
-    freeway = ppo_atari.make_env("FreewayNoFrameskip-v4", 0, False, "test")()
+    breakout = ppo_atari.make_env("BreakoutNoFrameskip-v4", 1, False, "test").envs[0]
+    freeway = ppo_atari.make_env("FreewayNoFrameskip-v4", 1, False, "test").envs[0]
     assert "FireResetEnv" in wrapper_types(breakout)
     assert "FIRE" not in freeway.unwrapped.get_action_meanings()
     assert "FireResetEnv" not in wrapper_types(freeway)
 
 
 def test_wrapper_order_statistics_before_life_loss_and_clipping():
-    types = wrapper_types(ppo_atari.make_env("BreakoutNoFrameskip-v4", 0, False, "test")())
+    types = wrapper_types(ppo_atari.make_env("BreakoutNoFrameskip-v4", 1, False, "test").envs[0])
     assert types.index("RecordEpisodeStatistics") > types.index("EpisodicLifeEnv") > types.index("TransformReward")
 
 
 @pytest.mark.parametrize("env_id,sticky", [("ALE/Breakout-v5", 0.25), ("BreakoutNoFrameskip-v4", 0.0), ("Breakout-v4", 0.0)])
 def test_frames_are_skipped_once(env_id, sticky):
-    env = ppo_atari.make_env(env_id, 0, False, "test")()
+    env = ppo_atari.make_env(env_id, 1, False, "test").envs[0]
     assert env.unwrapped._frameskip == 1  # ALE itself does not skip; MaxAndSkip does, 4 frames
     assert "MaxAndSkipObservation" in wrapper_types(env)
     assert env.unwrapped.ale.getFloat("repeat_action_probability") == pytest.approx(sticky)

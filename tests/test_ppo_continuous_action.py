@@ -32,7 +32,7 @@ gym.register("PerDimensionBounds-v0", entry_point=PerDimensionBounds)
 
 
 def test_env_clips_each_dimension_to_its_own_bounds():
-    env = pca.make_env("PerDimensionBounds-v0", 0, False, "test", 0.99)()
+    env = pca.make_env("PerDimensionBounds-v0", 1, False, "test", 0.99).envs[0]
     env.reset(seed=0)
     env.step(np.array([5.0, -5.0, 0.05], dtype=np.float32))
     env.step(np.array([-5.0, 5.0, -1.0], dtype=np.float32))
