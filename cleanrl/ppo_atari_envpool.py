@@ -1,37 +1,29 @@
-# Proximal Policy Optimization (PPO) for Atari games run by envpool, with the Nature-CNN agent.
-# Papers: Schulman et al. 2017, "Proximal Policy Optimization Algorithms" (arXiv:1707.06347), whose
-# Atari setting this follows (clip 0.1, 8 envs x 128 steps) with CleanRL's 4 epochs x 4 minibatches
-# (the paper: 3 epochs, minibatches of 256); GAE, Schulman et al. 2016 (arXiv:1506.02438); the
-# preprocessing of Mnih et al. 2015 (Nature, "Human-level control through deep reinforcement
-# learning"), here done inside envpool (Weng et al. 2022, "EnvPool: A Highly Parallel Reinforcement
-# Learning Environment Execution Engine", arXiv:2206.10558). Defaults are CleanRL's published ones.
-# Deliberate differences from the paper's code and from CleanRL's earlier envpool script: envpool resets
-# a finished env on the step after its done (NEXT_STEP autoreset), so that "reset step" is left out of
-# every loss; an episode cut by the time limit bootstraps from the value of its true final observation;
-# the logged episodic return is the whole game's unclipped score, ended by game over or the time limit,
-# never by a life loss alone. envpool's own Atari settings are kept: frame skip 4 (max over the last two
-# frames), up to 30 no-op starts, FIRE after resets, no sticky actions, 27000 agent steps per game.
+# PPO (Schulman et al. 2017, arXiv:1707.06347; GAE: arXiv:1506.02438) on Atari games run by envpool (Weng et al. 2022,
+# arXiv:2206.10558), which does Mnih et al. 2015's preprocessing (frame skip 4, up to 30 no-op starts, FIRE after resets,
+# no sticky actions, 27000 agent steps per game). Deliberate changes: envpool resets a finished env on the step after its
+# done (NEXT_STEP autoreset), and that "reset step" is left out of every loss; truncations bootstrap from V(true final obs);
+# the logged return is the whole game's unclipped score, ended by game over or the time limit, never by a life loss alone.
 import difflib
-import hashlib
+import glob
+import importlib.util
 import os
-import platform
 import random
 import re
-import shlex
 import sys
 import time
 from collections import deque
 from dataclasses import dataclass
-from typing import Optional
 
 import envpool
-import gymnasium as gym
 import numpy as np
 import torch
 import torch.nn as nn
 import torch.optim as optim
+import tyro
 from torch.distributions.categorical import Categorical
 from torch.utils.tensorboard import SummaryWriter
+
+SCRIPT = os.path.basename(__file__)
 
 
 @dataclass
@@ -48,15 +40,14 @@ class Args:
     """if toggled, this experiment will be tracked with Weights and Biases"""
     wandb_project_name: str = "cleanRL"
     """the wandb's project name"""
-    wandb_entity: Optional[str] = None
+    wandb_entity: str | None = None
     """the entity (team) of wandb's project"""
     capture_video: bool = False
     """whether to capture videos of the agent performances (check out `videos` folder)"""
     save_model: bool = False
     """whether to save the model into `runs/{run_name}` and evaluate it for 10 episodes"""
     upload_model: bool = False
-    """whether to push the saved model, its model card, videos, logs and this script to the Hugging Face Hub
-    (needs --save-model and a token: `hf auth login` or HF_TOKEN; HF_ENDPOINT picks another Hub)"""
+    """whether to push the saved model, card, video, logs and script to the Hugging Face Hub (needs --save-model)"""
     hf_entity: str = ""
     """the user or org of the Hub repository `{hf_entity}/{env_id}-{exp_name}-seed{seed}` (default: the token's user)"""
 
@@ -94,25 +85,16 @@ class Args:
     """coefficient of the value function"""
     max_grad_norm: float = 0.5
     """the maximum norm for the gradient clipping"""
-    target_kl: Optional[float] = None
+    target_kl: float | None = None
     """the target KL divergence threshold (stops the epochs of an update early)"""
 
 
 def make_vector_env(env_id, num_envs, seed, max_episode_steps, render=False):
-    # envpool does the whole Atari preprocessing itself (84x84 gray, 4 stacked frames, skip 4, no-op starts,
-    # FIRE reset); a life loss ends the agent's episode and rewards are clipped to their sign for learning.
-    # NEXT_STEP autoreset: the step that ends an episode returns its true final observation, and the next
-    # step of that env ignores its action and returns the new episode's first observation.
-    return envpool.make(
-        env_id,
-        env_type="gymnasium",
-        num_envs=num_envs,
-        seed=seed,
-        episodic_life=True,
-        reward_clip=True,
-        max_episode_steps=max_episode_steps,
-        render_mode="rgb_array" if render else None,
-    )
+    """envpool's Atari preprocessing (84x84 gray, 4 stacked frames); a lost life ends the agent's episode and rewards
+    are clipped to their sign. NEXT_STEP autoreset: the step that ends an episode returns its true final observation,
+    the next step of that env ignores its action and returns the new episode's first observation (a "reset step")."""
+    return envpool.make(env_id, env_type="gymnasium", num_envs=num_envs, seed=seed, episodic_life=True, reward_clip=True,
+                        max_episode_steps=max_episode_steps, render_mode="rgb_array" if render else None)  # fmt: skip
 
 
 def layer_init(layer, std=np.sqrt(2), bias_const=0.0):
@@ -125,16 +107,11 @@ class Agent(nn.Module):
     def __init__(self, n_actions):
         super().__init__()
         self.network = nn.Sequential(
-            layer_init(nn.Conv2d(4, 32, 8, stride=4)),
-            nn.ReLU(),
-            layer_init(nn.Conv2d(32, 64, 4, stride=2)),
-            nn.ReLU(),
-            layer_init(nn.Conv2d(64, 64, 3, stride=1)),
-            nn.ReLU(),
-            nn.Flatten(),
-            layer_init(nn.Linear(64 * 7 * 7, 512)),
-            nn.ReLU(),
-        )
+            layer_init(nn.Conv2d(4, 32, 8, stride=4)), nn.ReLU(),
+            layer_init(nn.Conv2d(32, 64, 4, stride=2)), nn.ReLU(),
+            layer_init(nn.Conv2d(64, 64, 3, stride=1)), nn.ReLU(),
+            nn.Flatten(), layer_init(nn.Linear(64 * 7 * 7, 512)), nn.ReLU(),
+        )  # fmt: skip
         self.actor = layer_init(nn.Linear(512, n_actions), std=0.01)
         self.critic = layer_init(nn.Linear(512, 1), std=1)
 
@@ -143,52 +120,34 @@ class Agent(nn.Module):
 
     def get_action_and_value(self, x, action=None):
         hidden = self.network(x / 255.0)
-        logits = self.actor(hidden)
-        # argument checks off: a non-finite loss is caught in the update anyway
-        probs = Categorical(logits=logits, validate_args=False)
+        probs = Categorical(logits=self.actor(hidden), validate_args=False)  # no argument checks: they cost time
         if action is None:
             action = probs.sample()
         return action, probs.log_prob(action), probs.entropy(), self.critic(hidden)
 
 
 def compute_gae(rewards, values, dones, terminations, last_done, next_value, gamma, gae_lambda):
-    """GAE(γ, λ) advantages and λ-returns for a NEXT_STEP rollout of T steps from N envs.
-
-    `rewards`, `values` (V(obs[t])), `dones` (episode ended at step t: terminated or truncated) and
-    `terminations` (ended in a terminal state) are (T, N); `last_done` (N,) is the previous rollout's
-    `dones[T-1]` (zeros for the first rollout) and `next_value` (N,) the value of the observation after the
-    last step. Where `dones[t]` is set, obs[t+1] is the episode's true final observation, so values[t+1]
-    (next_value at t = T-1) is what a truncated episode bootstraps from; a terminal state bootstraps
-    nothing, and the λ-chain stops at every done. The step after a done is a reset step (its action was
-    ignored, its reward is 0): it is not a real transition, so `valid` is 0 there and its advantage is 0
-    (its return is its value). Returns (advantages, returns, valid), all (T, N).
-    """
-    num_steps = rewards.shape[0]
-    advantages = torch.zeros_like(rewards)
-    lastgaelam = torch.zeros_like(next_value)
-    for t in reversed(range(num_steps)):
-        nextvalues = next_value if t == num_steps - 1 else values[t + 1]
+    """GAE(γ, λ) advantages and returns of a NEXT_STEP rollout, and `valid`, all (T, N). Where an episode ended at step t
+    (`dones`), obs[t+1] is its true final observation, so a truncation bootstraps from values[t+1] (`next_value` (N,) at
+    t = T-1) and a termination (`terminations`) from nothing. The step after a done (`last_done` (N,) for t = 0) is a
+    reset step, not a transition: `valid` is 0 there, and so is its advantage."""
+    advantages, lastgaelam = torch.zeros_like(rewards), torch.zeros_like(next_value)
+    for t in reversed(range(len(rewards))):
+        nextvalues = next_value if t == len(rewards) - 1 else values[t + 1]
         delta = rewards[t] + gamma * (1.0 - terminations[t]) * nextvalues - values[t]
-        lastgaelam = delta + gamma * gae_lambda * (1.0 - dones[t]) * lastgaelam
-        advantages[t] = lastgaelam
+        advantages[t] = lastgaelam = delta + gamma * gae_lambda * (1.0 - dones[t]) * lastgaelam
     valid = 1.0 - torch.cat([last_done[None], dones[:-1]])
     advantages = advantages * valid
     return advantages, advantages + values, valid
 
 
 def masked_mean(x, mask):
-    """Mean of `x` over the entries where `mask` is 1 (0 when there are none); both of one shape."""
-    return (x * mask).sum() / mask.sum().clamp(min=1.0)
+    return (x * mask).sum() / mask.sum().clamp(min=1.0)  # 0 when the mask is empty
 
 
 class EpisodeStatistics:
-    """Score and length of each env's current game, from envpool's Atari `info` of every step.
-
-    `info["reward"]` is the unclipped reward, `info["terminated"]` is 1 only at game over (not at a life
-    loss) and `info["elapsed_step"]` counts the game's agent steps (reset steps after a life loss do not
-    count). A game ends at game over or when it is truncated by the time limit; a life loss alone ends
-    nothing here.
-    """
+    """Each env's game score from envpool's info: `reward` is unclipped, `terminated` is 1 only at game over (not at a
+    life loss) and `elapsed_step` counts the game's agent steps. A game ends at game over or at the time limit."""
 
     def __init__(self, num_envs):
         self.scores = np.zeros(num_envs, dtype=np.float64)
@@ -203,261 +162,70 @@ class EpisodeStatistics:
 
 
 class GameRecorder:
-    """Films env 0's games that Gymnasium's `capped_cubic_video_schedule` picks (games 0, 1, 8, 27, ..., 1000,
-    2000, ...), from their first observation to their final one, into `video_folder` as
-    `rl-video-episode-{game}.mp4`. `envs` must be made with render_mode="rgb_array"; it renders only while
-    filming. Call `start()` after `envs.reset()` and `step(game_over)` after every `envs.step`."""
+    """Films the games of env 0 that `capped_cubic_video_schedule` picks (0, 1, 8, 27, ..., 1000, 2000, ...), first to
+    final observation, as `video_folder/rl-video-episode-{game}.mp4`, rendering only then. Call `start()` after
+    `envs.reset()` and `step(game_over)` after every `envs.step`."""
 
     def __init__(self, envs, video_folder, fps):
         from gymnasium.utils.save_video import capped_cubic_video_schedule, save_video  # moviepy: only when filming
 
         self.envs, self.video_folder, self.fps = envs, video_folder, fps
         self.schedule, self.save_video = capped_cubic_video_schedule, save_video
-        self.game = 0
-        self.frames = []
+        self.game, self.frames = 0, []
 
     def start(self):
         if self.schedule(self.game):
             self.frames.append(self.envs.render()[0])
 
     def step(self, game_over):
-        """`game_over`: whether env 0's game ended on this step (game over or time limit)."""
-        # the step after a game's end shows the next game's first observation: that game's frames start there
-        if self.schedule(self.game):
+        if self.schedule(self.game):  # after a game's end, the reset step shows the next game's first observation
             self.frames.append(self.envs.render()[0])
         if game_over:
             if self.frames:
                 self.save_video(self.frames, self.video_folder, episode_index=self.game, fps=self.fps)
-            self.frames = []
-            self.game += 1
+            self.frames, self.game = [], self.game + 1
 
 
-def env_error(env_id):
-    """Why this script cannot run `env_id`, as one line, or None when it is an envpool Atari game."""
-    script = os.path.basename(__file__)
-    # envpool's registry: id -> (module, spec class, settings); its Atari games come from envpool.atari
+def env_error(env_id):  # why `env_id` is not an envpool Atari game, as one line, or None (cleanrl_utils.enjoy asks too)
     atari_ids = [i for i, (module, *_) in envpool.registration.registry.specs.items() if module == "envpool.atari"]
-    if env_id in atari_ids:
-        return None
-    if env_id in envpool.registration.registry.specs:
-        return f"{env_id} is an envpool env but not an Atari game; {script} needs one, e.g. Breakout-v5 or Pong-v5"
-    # Gymnasium's ids name the same games: ALE/Breakout-v5 and BreakoutNoFrameskip-v4 are envpool's Breakout-v5
-    game = re.sub(r"^ALE/|(NoFrameskip|Deterministic)?-v\d+$", "", env_id)
-    guesses = [f"{game}-v5"] if f"{game}-v5" in atari_ids else difflib.get_close_matches(env_id, atari_ids, n=1)
-    hint = f" (did you mean {guesses[0]}?)" if guesses else ""
-    return f"{env_id} is not an envpool id{hint}; {script} needs an envpool Atari id, e.g. Breakout-v5 or Pong-v5"
+    game = re.sub(r"^ALE/|(NoFrameskip|Deterministic)?-v\d+$", "", env_id) + "-v5"  # Gymnasium's ids of the same games
+    guesses = [game] if game in atari_ids else difflib.get_close_matches(env_id, atari_ids, n=1)
+    kind = "an envpool env but not an Atari game" if env_id in envpool.registration.registry.specs else "not an envpool id"
+    hint = "".join(f" (did you mean {g}?)" for g in guesses)
+    return None if env_id in atari_ids else f"{env_id} is {kind}{hint}; {SCRIPT} needs an envpool Atari id, e.g. Breakout-v5"
 
 
-def validation_error(args):
-    """The first problem with the command-line values as one line, or None when all is well."""
-    if not 0 <= args.seed < 2**31:  # envpool takes int32 seeds
-        return f"--seed must be in [0, 2**31 - 1], got {args.seed}"
-    if "/" in args.exp_name or "__" in args.exp_name or not args.exp_name:
-        return f"--exp-name {args.exp_name!r} must be non-empty, without '/' or '__' (they split run names)"
-    run_name_bytes = len(f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}".encode())
-    if run_name_bytes > 255:
-        return f"the run name would be {run_name_bytes} bytes, more than a folder name can hold (255); shorten --exp-name"
-    for name in ("num_envs", "num_steps", "num_minibatches", "update_epochs", "max_episode_steps"):
-        if getattr(args, name) < 1:
-            return f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}"
-    if args.max_episode_steps >= 2**31:  # envpool takes an int32 time limit
-        return f"--max-episode-steps must be below 2**31, got {args.max_episode_steps}"
-    if args.seed + args.num_envs > 2**31:  # envpool seeds sub-env i with seed + i, an int32
-        return f"--seed + --num-envs must be at most 2**31 (sub-env i gets seed + i), got {args.seed + args.num_envs}"
-    batch_size = args.num_envs * args.num_steps
-    if batch_size % args.num_minibatches != 0:
-        return (
-            f"the batch of {batch_size} steps (--num-envs {args.num_envs} x --num-steps {args.num_steps}) "
-            f"does not split into --num-minibatches {args.num_minibatches}; pick a divisor of {batch_size}"
-        )
-    if args.norm_adv and batch_size // args.num_minibatches < 2:
-        return "minibatches of 1 step cannot normalise advantages; use fewer --num-minibatches or --no-norm-adv"
-    if args.total_timesteps < batch_size:
-        return f"--total-timesteps {args.total_timesteps} is below one batch ({batch_size} steps), so no update would run"
-    for name in ("gamma", "gae_lambda"):
-        if not 0.0 <= getattr(args, name) <= 1.0:
-            return f"--{name.replace('_', '-')} must be in [0, 1], got {getattr(args, name)}"
-    float32_max = float(np.finfo(np.float32).max)  # the update computes in float32
-    for name in ("learning_rate", "clip_coef", "max_grad_norm"):
-        if not 0.0 < getattr(args, name) <= float32_max:
-            return f"--{name.replace('_', '-')} must be positive and finite in float32, got {getattr(args, name)}"
-    # Adam's first step divides the learning rate by 1 - β1 = 0.1, in float32
-    if args.learning_rate > float32_max / 10:
-        return f"--learning-rate must be positive and at most {float32_max / 10:.1e} (Adam), got {args.learning_rate}"
-    for name in ("ent_coef", "vf_coef"):
-        if not 0.0 <= getattr(args, name) <= float32_max:
-            return f"--{name.replace('_', '-')} must be non-negative and finite in float32, got {getattr(args, name)}"
-    if args.target_kl is not None and not 0.0 < args.target_kl <= float32_max:
-        return f"--target-kl must be positive and finite in float32, got {args.target_kl}"
-    if args.upload_model:
-        error = upload_error(args)
-        if error is not None:
-            return error
-    if args.capture_video:
-        try:
-            import moviepy  # noqa: F401
-        except ImportError:
-            return "--capture-video needs moviepy (pip install moviepy)"
-    return None
+def validation_error(args):  # the first reason this command line cannot run, as one line, or None (script contract §3)
+    batch_size, minibatches = args.num_envs * args.num_steps, max(args.num_minibatches, 1)  # every row is computed
+    sizes = ("num_envs", "num_steps", "num_minibatches", "update_epochs")
+    checks = [  # no check of minibatches of 1 step: the masked advantage normalisation below keeps them finite
+        (min(getattr(args, k) for k in sizes) < 1, f"--{', --'.join(k.replace('_', '-') for k in sizes)} must be at least 1"),
+        (not 1 <= args.max_episode_steps < 2**31, f"--max-episode-steps must be in [1, 2**31), got {args.max_episode_steps}"),
+        (batch_size % minibatches != 0, f"the batch of {batch_size} steps (--num-envs {args.num_envs} x --num-steps "
+         f"{args.num_steps}) does not split into --num-minibatches {minibatches}; pick a divisor of {batch_size}"),
+        (not (0 <= args.gamma <= 1 and 0 <= args.gae_lambda <= 1), "--gamma and --gae-lambda must be in [0, 1]"),
+        (not 0 < args.learning_rate < 3.4e37,  # Adam's first step divides it by 0.1 in float32
+         f"--learning-rate must be positive and finite in float32, got {args.learning_rate}"),
+        (not 0 <= args.seed <= 2**31 - args.num_envs, f"--seed must be in [0, 2**31 - --num-envs] (int32), got {args.seed}"),
+        (not re.fullmatch(r"[\w.-]{1,150}", args.exp_name) or "__" in args.exp_name,
+         f"--exp-name {args.exp_name!r} must be a folder name: up to 150 letters, digits, '.', '-' and single '_'"),
+        (args.capture_video and not importlib.util.find_spec("moviepy"), "--capture-video needs moviepy: pip install moviepy"),
+    ]  # fmt: skip
+    return next((message for failed, message in checks if failed), None)
 
 
-def hf_repo_id(args, entity):
-    """The Hub repository a run is pushed to, CleanRL's naming: `{entity}/{env_id}-{exp_name}-seed{seed}`."""
-    return f"{entity}/{args.env_id.replace('/', '-')}-{args.exp_name}-seed{args.seed}"
-
-
-def upload_error(args):
-    """What stops --upload-model before the run starts, as one line, or None. No network call: the token
-    is only looked up where huggingface_hub keeps it (HF_TOKEN, then the file `hf auth login` writes)."""
-    if not args.save_model:
-        return "--upload-model pushes the saved model and its evaluation; add --save-model"
-    try:
-        from huggingface_hub import get_token
-        from huggingface_hub.utils import HFValidationError, validate_repo_id
-    except ImportError:
-        return "--upload-model needs huggingface_hub (pip install huggingface-hub)"
-    repo_id = hf_repo_id(args, args.hf_entity or "user")
-    try:
-        validate_repo_id(repo_id)
-    except HFValidationError:
-        return (
-            f"{repo_id!r} is not a valid Hub repository id: a name of letters, digits, -, _ and . (no '--' or '..', "
-            "no - or . at either end), 96 characters at most; change --hf-entity or --exp-name"
-        )
-    if get_token() is None:
-        return (
-            "--upload-model needs a Hugging Face token: run `hf auth login` "
-            "(older huggingface_hub: `huggingface-cli login`) or set HF_TOKEN"
-        )
-    return None
-
-
-def model_card(args, repo_id, episodic_returns, video):
-    """The README.md of the Hub repository: metadata for the Hub, the evaluation, how to use and reproduce."""
-    import huggingface_hub
-
-    script = os.path.basename(__file__)
-    with open(__file__, "rb") as f:
-        script_sha256 = hashlib.sha256(f.read()).hexdigest()
-    mean, std = float(np.mean(episodic_returns)), float(np.std(episodic_returns))
-    command = shlex.join(["python", script, *sys.argv[1:]])
-    hyperparameters = "\n".join(f"| {key} | {value} |" for key, value in vars(args).items())
-    versions = [
-        platform.python_version(),
-        torch.__version__,
-        envpool.__version__,
-        gym.__version__,
-        np.__version__,
-        huggingface_hub.__version__,
-    ]
-    return f"""---
-tags:
-- {args.env_id}
-- deep-reinforcement-learning
-- reinforcement-learning
-- custom-implementation
-library_name: cleanrl
-model-index:
-- name: PPO
-  results:
-  - task:
-      type: reinforcement-learning
-      name: reinforcement-learning
-    dataset:
-      name: {args.env_id}
-      type: {args.env_id}
-    metrics:
-    - type: mean_reward
-      value: {mean:.2f} +/- {std:.2f}
-      name: mean_reward
-      verified: false
----
-
-# PPO agent playing {args.env_id}
-
-A PPO (Proximal Policy Optimization) agent trained on envpool's `{args.env_id}` by CleanRL's single-file script
-[`{script}`]({script}), which is included in this repository with the checkpoint `{args.exp_name}.cleanrl_model`
-and the TensorBoard logs of the run.
-
-## Evaluation
-
-Game score (unclipped, whole games of up to {args.max_episode_steps} agent steps) over {len(episodic_returns)} evaluation
-episodes: **{mean:.2f} ± {std:.2f}** (mean ± std).
-{"The video `" + video + "` shows an evaluation episode." if video else ""}
-
-## Use
-
-```
-python -m cleanrl_utils.enjoy --exp-name {args.exp_name} --hf-repository {repo_id}
-```
-
-## Reproduce
-
-```
-{command}
-```
-
-## Hyperparameters
-
-| param | value |
-|-|-|
-{hyperparameters}
-
-## Versions
-
-| python | torch | envpool | gymnasium | numpy | huggingface_hub | {script} sha256 |
-|-|-|-|-|-|-|-|
-| {" | ".join(versions)} | {script_sha256} |
-"""
-
-
-def push_to_hub(args, run_name, episodic_returns, attempts=3):
-    """Pushes the run to the Hub in one commit: checkpoint, model card (also written to runs/{run_name}/README.md),
-    the last evaluation video as replay.mp4, the TensorBoard events and this script. Commits are not retried by
-    huggingface_hub, so network errors, 5xx and 429 are retried here (`attempts` in all, waiting 1 s, 2 s, ...);
-    other client errors (401, 403, 404) are raised at once. Returns the repository's url."""
-    from huggingface_hub import CommitOperationAdd, HfApi
-
-    api = HfApi()  # the endpoint (HF_ENDPOINT) and the token (HF_TOKEN or the saved one) come from huggingface_hub
-    run_dir = f"runs/{run_name}"
-    video_dir = f"videos/{run_name}-eval"
-    videos = sorted(
-        (name for name in os.listdir(video_dir) if name.endswith(".mp4")) if os.path.isdir(video_dir) else [],
-        key=lambda name: [int(n) for n in re.findall(r"\d+", name)],
-    )
-    files = {f"{args.exp_name}.cleanrl_model": f"{run_dir}/{args.exp_name}.cleanrl_model"}
-    files |= {name: f"{run_dir}/{name}" for name in sorted(os.listdir(run_dir)) if name.startswith("events.out.tfevents")}
-    files[os.path.basename(__file__)] = __file__
-    if videos:
-        files["replay.mp4"] = f"{video_dir}/{videos[-1]}"
-    for attempt in range(1, attempts + 1):
-        try:
-            repo_id = hf_repo_id(args, args.hf_entity or api.whoami()["name"])
-            card_path = f"{run_dir}/README.md"
-            with open(card_path, "w") as f:
-                f.write(model_card(args, repo_id, episodic_returns, "replay.mp4" if videos else None))
-            repo_url = api.create_repo(repo_id, exist_ok=True)
-            operations = [CommitOperationAdd(path_in_repo, local) for path_in_repo, local in files.items()]
-            operations.append(CommitOperationAdd("README.md", card_path))
-            api.create_commit(repo_id, operations, commit_message=f"{args.exp_name} on {args.env_id}: run {run_name}")
-            return str(repo_url)
-        except Exception as e:
-            status = getattr(getattr(e, "response", None), "status_code", None)
-            if attempt == attempts or (status is not None and status < 500 and status != 429):
-                raise
-            time.sleep(2 ** (attempt - 1))
+def fail(message):  # stops before anything is created: one line on stderr, exit code 2
+    print(f"{SCRIPT}: {message}", file=sys.stderr)
+    sys.exit(2)
 
 
 def evaluate(model_path, eval_episodes, run_name, device, capture_video=False):
-    """Runs the saved agent for `eval_episodes` games on the env it was trained on (same preprocessing and
-    time limit, seeds apart from training's); returns their game scores."""
+    """Plays `eval_episodes` games with the saved agent on its training env (seeds apart); returns their scores."""
     checkpoint = torch.load(model_path, map_location=device, weights_only=True)
     saved = checkpoint["args"]
-    # envpool takes int32 seeds
     envs = make_vector_env(saved["env_id"], 1, (saved["seed"] + 100_000) % 2**31, saved["max_episode_steps"], capture_video)
     agent = Agent(envs.single_action_space.n).to(device)
     agent.load_state_dict(checkpoint["model"])
-    agent.eval()
     statistics = EpisodeStatistics(1)
     recorder = GameRecorder(envs, f"videos/{run_name}-eval", 60 / envs.config["frame_skip"]) if capture_video else None
     obs, _ = envs.reset()
@@ -477,107 +245,68 @@ def evaluate(model_path, eval_episodes, run_name, device, capture_video=False):
 
 
 if __name__ == "__main__":
-    import tyro
-
     args = tyro.cli(Args)
-    error = validation_error(args) or env_error(args.env_id)
-    if error is not None:
-        print(f"{os.path.basename(__file__)}: {error}", file=sys.stderr)
-        sys.exit(2)
+    if error := validation_error(args) or env_error(args.env_id):
+        fail(error)
+    if args.upload_model:  # the Hub upload is shared plumbing, in cleanrl_utils/huggingface.py
+        hub = importlib.util.find_spec("cleanrl_utils") and importlib.import_module("cleanrl_utils.huggingface")
+        error = hub.upload_error(args) if hub else "--upload-model needs cleanrl_utils (pip install -e . in a cleanrl clone)"
+        if error:
+            fail(error)
     args.batch_size = int(args.num_envs * args.num_steps)
     args.minibatch_size = int(args.batch_size // args.num_minibatches)
     args.num_iterations = args.total_timesteps // args.batch_size
-    if args.total_timesteps % args.batch_size != 0:
+    if args.num_iterations == 0:
+        print(f"{SCRIPT}: warning: the run ends before its first gradient step (--total-timesteps below one batch)")
+    elif args.total_timesteps % args.batch_size != 0:
         print(f"running {args.num_iterations * args.batch_size} steps: --total-timesteps rounded down to whole batches")
+    run_time = int(time.time())
+    while os.path.exists(f"runs/{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"):
+        run_time += 1  # a run that started in the same second owns that name
+    run_name = f"{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"
+    if args.track:
+        import wandb
+
+        try:
+            wandb.init(project=args.wandb_project_name, entity=args.wandb_entity, name=run_name, config=vars(args),
+                       sync_tensorboard=True, save_code=True)  # fmt: skip
+        except Exception as e:  # not logged in, no network, unknown entity: stop before anything is written
+            reason = (str(e).splitlines() or [type(e).__name__])[0]
+            fail(f"--track could not start a W&B run ({reason}); run `wandb login` or set WANDB_MODE=offline")
+    writer = SummaryWriter(f"runs/{run_name}")
+    writer.add_text("hyperparameters", "|param|value|\n|-|-|\n" + "\n".join(f"|{k}|{v}|" for k, v in vars(args).items()))
+    uploaded_videos = set()
+
+    def upload_videos(folder):  # W&B gets each finished video once (envpool has no W&B hook)
+        for path in sorted(set(glob.glob(f"{folder}/*.mp4")) - uploaded_videos) if args.track else []:
+            uploaded_videos.add(path)
+            wandb.log({"videos": wandb.Video(path, format="mp4")})
 
     random.seed(args.seed)
     np.random.seed(args.seed)
     torch.manual_seed(args.seed)
     torch.backends.cudnn.deterministic = args.torch_deterministic
     device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
-
-    run_time = int(time.time())
-    while True:  # another run that started in the same second already owns that name: take the next second
-        run_name = f"{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"
-        try:
-            os.makedirs(f"runs/{run_name}")
-            break
-        except FileExistsError:
-            run_time += 1
-    if args.track:
-        import wandb
-
-        try:
-            wandb.init(
-                project=args.wandb_project_name,
-                entity=args.wandb_entity,
-                sync_tensorboard=True,
-                config=vars(args),
-                name=run_name,
-                save_code=True,
-            )
-        except Exception as e:  # not logged in, no network, unknown entity: stop before anything is written
-            os.rmdir(f"runs/{run_name}")
-            if not os.listdir("runs"):
-                os.rmdir("runs")
-            reason = (str(e).splitlines() or [type(e).__name__])[0]
-            print(
-                f"{os.path.basename(__file__)}: --track could not start a W&B run ({reason}); "
-                "run `wandb login` or set WANDB_MODE=offline",
-                file=sys.stderr,
-            )
-            sys.exit(2)
-    writer = SummaryWriter(f"runs/{run_name}")
-    writer.add_text(
-        "hyperparameters",
-        "|param|value|\n|-|-|\n" + "\n".join(f"|{key}|{value}|" for key, value in vars(args).items()),
-    )
-    uploaded_videos = set()
-
-    def upload_new_videos(video_dir):
-        # W&B gets each finished video once, explicitly (envpool has no W&B hook).
-        if args.track and os.path.isdir(video_dir):
-            for name in sorted(os.listdir(video_dir)):
-                path = os.path.join(video_dir, name)  # the eval videos reuse the training videos' names
-                if name.endswith(".mp4") and path not in uploaded_videos:
-                    uploaded_videos.add(path)
-                    wandb.log({"videos": wandb.Video(path, format="mp4")})
-
     envs = make_vector_env(args.env_id, args.num_envs, args.seed, args.max_episode_steps, args.capture_video)
     envs.action_space.seed(args.seed)
-    config = envs.config
-    print(
-        f"{args.env_id} (envpool {envpool.__version__}): frame skip {config['frame_skip']}, sticky-action probability "
-        f"{config['repeat_action_probability']:g}, up to {config['noop_max']} no-op starts, FIRE after resets "
-        f"(in games that have it), episodic life (a life loss ends the agent's episode, not the logged game), "
-        f"rewards clipped to their sign for learning, time limit {config['max_episode_steps']} agent steps"
-    )
-    # the emulator runs at 60 frames per second; a video shows one frame per agent step
+    config = envs.config  # the emulator runs at 60 frames per second; a video shows one frame per agent step
+    print(f"{args.env_id} (envpool {envpool.__version__}): sticky-action probability {config['repeat_action_probability']:g}, "
+          f"time limit {config['max_episode_steps']} agent steps")  # fmt: skip
     recorder = GameRecorder(envs, f"videos/{run_name}", 60 / config["frame_skip"]) if args.capture_video else None
 
     agent = Agent(envs.single_action_space.n).to(device)
     optimizer = optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5)
-
-    # frames stay uint8 in the rollout buffer (4x smaller); the agent scales them by 1/255
     obs = torch.zeros((args.num_steps, args.num_envs) + envs.single_observation_space.shape, dtype=torch.uint8).to(device)
     actions = torch.zeros((args.num_steps, args.num_envs) + envs.single_action_space.shape, dtype=torch.long).to(device)
-    logprobs = torch.zeros((args.num_steps, args.num_envs)).to(device)
-    rewards = torch.zeros((args.num_steps, args.num_envs)).to(device)
-    dones = torch.zeros((args.num_steps, args.num_envs)).to(device)
-    terminations = torch.zeros((args.num_steps, args.num_envs)).to(device)
-    values = torch.zeros((args.num_steps, args.num_envs)).to(device)
+    logprobs, rewards, dones, terminations, values = torch.zeros((5, args.num_steps, args.num_envs)).to(device)
 
-    global_step = 0
-    start_time = time.time()
-    last_print = start_time
-    recent_returns = deque(maxlen=20)
+    global_step, recent_returns = 0, deque(maxlen=20)
+    start_time = last_print = time.time()
     statistics = EpisodeStatistics(args.num_envs)
-    next_obs, _ = envs.reset()
-    next_obs = torch.as_tensor(next_obs, device=device)
-    last_done = torch.zeros(args.num_envs).to(device)  # the first step of the next rollout is a reset step where set
+    next_obs = torch.as_tensor(envs.reset()[0], device=device)
+    last_done = torch.zeros(args.num_envs).to(device)  # where set, the next rollout's first step is a reset step
     if recorder:
         recorder.start()
-
     for iteration in range(1, args.num_iterations + 1):
         if args.anneal_lr:
             frac = 1.0 - (iteration - 1.0) / args.num_iterations
@@ -670,13 +399,9 @@ if __name__ == "__main__":
                 optimizer.zero_grad()
                 loss.backward()
                 grad_norm = nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
-                # one sync per minibatch: stop before a non-finite loss or gradient reaches the weights
-                if not torch.isfinite(loss + grad_norm):
-                    script = os.path.basename(__file__)
-                    print(f"{script}: non-finite loss at global_step {global_step}; stopping", file=sys.stderr)
+                if not torch.isfinite(loss + grad_norm):  # one sync per minibatch: stop before NaN reaches the weights
                     writer.close()
-                    envs.close()
-                    sys.exit(1)
+                    sys.exit(f"{SCRIPT}: non-finite loss at global_step {global_step}; stopping")
                 optimizer.step()
 
             if args.target_kl is not None and approx_kl > args.target_kl:
@@ -701,7 +426,7 @@ if __name__ == "__main__":
             last_print = time.time()
             recent = f"{np.mean(recent_returns):.2f}" if recent_returns else "n/a"
             print(f"global_step={global_step}, episodic_return(last {len(recent_returns)})={recent}, SPS={sps}", flush=True)
-        upload_new_videos(f"videos/{run_name}")
+        upload_videos(f"videos/{run_name}")
     envs.close()
 
     if args.save_model:
@@ -712,20 +437,10 @@ if __name__ == "__main__":
         for idx, episodic_return in enumerate(episodic_returns):
             writer.add_scalar("eval/episodic_return", episodic_return, idx)
         print(f"eval/episodic_return over {len(episodic_returns)} episodes: {np.mean(episodic_returns):.2f}")
-        upload_new_videos(f"videos/{run_name}-eval")
+        upload_videos(f"videos/{run_name}-eval")
 
     writer.close()
     if args.track:
         wandb.finish()
     if args.upload_model:  # last, so that a failed upload leaves every local result written
-        try:
-            repo_url = push_to_hub(args, run_name, episodic_returns)
-        except Exception as e:
-            reason = (str(e).splitlines() or [""])[0] or type(e).__name__
-            print(
-                f"{os.path.basename(__file__)}: --upload-model could not push the run to the Hub ({reason}); "
-                f"everything is kept in runs/{run_name}",
-                file=sys.stderr,
-            )
-            sys.exit(1)
-        print(f"model uploaded to {repo_url}")
+        hub.push_to_hub(args, run_name, episodic_returns, __file__, "PPO", "Proximal Policy Optimization")

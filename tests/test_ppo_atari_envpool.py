@@ -202,7 +202,7 @@ def test_game_recorder_films_scheduled_games_from_first_to_final_frame():
         ("Breakout-v5", None),
         ("BreakoutNoFrameskip-v4", "is not an envpool id (did you mean Breakout-v5?)"),
         ("ALE/Pong-v5", "is not an envpool id (did you mean Pong-v5?)"),
-        ("CartPole-v1", "CartPole-v1 is an envpool env but not an Atari game; ppo_atari_envpool.py needs one"),
+        ("CartPole-v1", "CartPole-v1 is an envpool env but not an Atari game; ppo_atari_envpool.py needs an envpool Atari id"),
     ],
 )
 def test_env_error(env_id, message):
@@ -305,16 +305,25 @@ def test_copied_file_films_saves_evaluates_and_tracks(asterix_run):
     [
         (["--env-id", "BreakoutNoFrameskip-v4"], "BreakoutNoFrameskip-v4 is not an envpool id (did you mean Breakout-v5?)"),
         (["--env-id", "CartPole-v1"], "CartPole-v1 is an envpool env but not an Atari game"),
-        (["--max-episode-steps", 0], "--max-episode-steps must be at least 1, got 0"),
-        (["--max-episode-steps", 2**31], "--max-episode-steps must be below 2**31"),
-        (["--seed", 2**31 - 4], "--seed + --num-envs must be at most 2**31"),
-        (["--seed", 2**31], "--seed must be in [0, 2**31 - 1]"),
+        (["--max-episode-steps", 0], "--max-episode-steps must be in [1, 2**31), got 0"),
+        (["--max-episode-steps", 2**31], "--max-episode-steps must be in [1, 2**31), got 2147483648"),
+        (["--seed", 2**31 - 4], "--seed must be in [0, 2**31 - --num-envs] (int32), got 2147483644"),
+        (["--seed", 2**31], "--seed must be in [0, 2**31 - --num-envs] (int32)"),
+        (["--num-steps", 0], "--num-envs, --num-steps, --num-minibatches, --update-epochs must be at least 1"),
         (["--num-minibatches", 3], "does not split into --num-minibatches 3"),
     ],
 )
 def test_bad_input_exits_2_with_one_line_and_creates_nothing(flags, message, workdir, fork_script):
     result = fork_script(SCRIPT, "--capture-video", "--track", "--save-model", *flags, cwd=workdir, timeout=120)
     check_refused(result, SCRIPT, message, workdir)
+
+
+def test_a_run_without_a_gradient_step_warns_and_runs(workdir):
+    # CleanRL's smoke tests run budgets below one batch: a warning, not a refusal
+    result = run_script(SCRIPT, "--total-timesteps", 100, "--num-envs", 2, "--num-steps", 64, cwd=workdir)
+    check_ok(result)
+    assert f"{SCRIPT}: warning: the run ends before its first gradient step" in result.stdout
+    assert only_run_dir(workdir).name.startswith("Breakout-v5__ppo_atari_envpool__1__")
 
 
 def test_benchmark_sh_reports_memory_and_curve(tmp_path):

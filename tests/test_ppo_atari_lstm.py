@@ -108,10 +108,10 @@ def test_agent_layout_and_initialisation(lstm):
 
 
 def test_env_gives_one_frame(lstm):
-    env = lstm.make_env("BreakoutNoFrameskip-v4", 0, False, "test", 27000)()
-    obs, _ = env.reset(seed=0)
-    assert obs.shape == (1, 84, 84) and obs.dtype == np.uint8
-    env.close()
+    envs = lstm.make_env("BreakoutNoFrameskip-v4", 2, False, "test", 27000)
+    obs, _ = envs.reset(seed=0)
+    assert obs.shape == (2, 1, 84, 84) and obs.dtype == np.uint8
+    envs.close()
 
 
 def simulated_rollout(agent, next_obs, next_done, next_lstm_state, dones, truncated_at, final_obs):
@@ -202,10 +202,10 @@ def test_evaluation_resets_the_state_at_every_episode_start(lstm, monkeypatch, w
             seen_starts.append(float(starts[0, 0]))
             return super().get_action_and_value(x, lstm_state, starts, action)
 
-    make_vector_env = lstm.make_vector_env
+    make_env = lstm.make_env
 
     def recording_vector_env(*args):
-        envs = make_vector_env(*args)
+        envs = make_env(*args)
         step = envs.step
 
         def recording_step(actions):
@@ -217,7 +217,7 @@ def test_evaluation_resets_the_state_at_every_episode_start(lstm, monkeypatch, w
         return envs
 
     monkeypatch.setattr(lstm, "Agent", RecordingAgent)
-    monkeypatch.setattr(lstm, "make_vector_env", recording_vector_env)
+    monkeypatch.setattr(lstm, "make_env", recording_vector_env)
     returns = lstm.evaluate(str(model_path), 2, "test", torch.device("cpu"))
     assert len(returns) == 2
     assert seen_starts == [1.0] + seen_dones[:-1]
@@ -230,7 +230,8 @@ def test_evaluation_resets_the_state_at_every_episode_start(lstm, monkeypatch, w
 def test_default_flags_log_each_tag_once_per_iteration(workdir):
     result = run_script(SCRIPT, *TINY, *SHORT_GAMES, cwd=workdir)
     check_ok(result)
-    assert "time limit 40 agent steps" in result.stdout and "SPS=" in result.stdout
+    assert "BreakoutNoFrameskip-v4: frame skip 4 (MaxAndSkip), sticky-action probability 0," in result.stdout
+    assert "SPS=" in result.stdout
     run_dir = only_run_dir(workdir)
     for tag in PPO_TAGS:
         assert len(read_scalars(str(run_dir), tag)[0]) == 2, tag
@@ -252,13 +253,21 @@ def test_copied_file_records_saves_evaluates_and_tracks(tmp_path):
         (["--num-envs", 6], "--num-envs 6 does not split into --num-minibatches 4 (a minibatch holds whole env sequences"),
         (["--num-minibatches", 3], "--num-envs 8 does not split into --num-minibatches 3"),
         (["--num-envs", 2, "--num-steps", 1, "--num-minibatches", 2], "minibatches of 1 step cannot normalise advantages"),
-        (["--max-episode-steps", 0], "--max-episode-steps must be at least 1, got 0"),
+        (["--max-episode-steps", 0], "--update-epochs, --max-episode-steps must be at least 1"),
         (["--env-id", "CartPole-v1"], "CartPole-v1 is not an ale-py Atari game"),
     ],
 )
 def test_bad_input_exits_2_with_one_line_and_creates_nothing(flags, message, workdir, fork_script):
     result = fork_script(SCRIPT, "--capture-video", "--track", "--save-model", *flags, cwd=workdir, timeout=120)
     check_refused(result, SCRIPT, message, workdir)
+
+
+def test_a_run_without_a_gradient_step_warns_and_runs(workdir):
+    # CleanRL's smoke tests run budgets below one batch: a warning, not a refusal
+    result = run_script(SCRIPT, "--total-timesteps", 32, *TINY[2:], *SHORT_GAMES, cwd=workdir)
+    check_ok(result)
+    assert f"{SCRIPT}: warning: the run ends before its first gradient step" in result.stdout
+    assert only_run_dir(workdir).name.startswith("BreakoutNoFrameskip-v4__ppo_atari_lstm__1__")
 
 
 def test_compute_gae_is_ppo_atari_s(lstm):

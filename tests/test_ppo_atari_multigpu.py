@@ -147,9 +147,9 @@ def test_copied_file_captures_video_saves_evaluates_and_tracks(tmp_path):
 
 REFUSALS = [
     (["--num-minibatches", 3], "does not split into --num-minibatches 3"),
-    (["--total-timesteps", 10], "below one batch (1024 steps: 1 rank(s) x 1024)"),
     (["--env-id", "CartPole-v1"], "CartPole-v1 is not an ale-py Atari game"),
-    (["--local-num-envs", 0], "--local-num-envs must be at least 1, got 0"),
+    (["--local-num-envs", 0], "--local-num-envs, --num-steps, --num-minibatches, --update-epochs must be at least 1"),
+    (["--num-envs", 0], "--local-num-envs, --num-steps, --num-minibatches, --update-epochs must be at least 1"),
     (["--upload-model", "--no-save-model"], "--upload-model pushes the saved model and its evaluation; add --save-model"),
 ]
 
@@ -160,27 +160,42 @@ def test_bad_input_exits_2_with_one_line_and_creates_nothing(flags, message, tmp
     check_refused(result, SCRIPT, message, tmp_path)
 
 
+@pytest.fixture(scope="module")
+def breakout():
+    return multigpu.gym.make("BreakoutNoFrameskip-v4")
+
+
 @pytest.mark.parametrize(
     "changes,world_size,message",
     [
-        ({"total_timesteps": 2048}, 4, "below one batch (4096 steps: 4 rank(s) x 1024)"),
+        # CleanRL's --num-envs counts the envs of all ranks: __main__ gives each rank num_envs // world_size
+        ({"num_envs": 6, "local_num_envs": 6 // 4}, 4, "--num-envs does not split over 4 ranks"),
         ({"seed": 2**32 - 2}, 4, "--seed must be in [0, 2**32 - 4] (rank r seeds with seed + r)"),
         ({"seed": 2**32}, 1, "--seed must be in [0, 2**32 - 1]"),
     ],
 )
-def test_validation_counts_all_ranks(changes, world_size, message):
+def test_validation_counts_all_ranks(changes, world_size, message, breakout):
     args = multigpu.Args(**changes)
-    assert message in multigpu.validation_error(args, world_size, world_size)
-    assert multigpu.validation_error(multigpu.Args(), world_size, world_size) is None
+    assert message in multigpu.validation_error(args, breakout, world_size, world_size)
+    assert multigpu.validation_error(multigpu.Args(), breakout, world_size, world_size) is None
+    assert multigpu.validation_error(multigpu.Args(num_envs=8, local_num_envs=2), breakout, 4, 4) is None
 
 
-def test_cuda_needs_one_gpu_per_rank_on_a_machine(monkeypatch):
+def test_cuda_needs_one_gpu_per_rank_on_a_machine(monkeypatch, breakout):
     monkeypatch.setattr(multigpu.torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(multigpu.torch.cuda, "device_count", lambda: 1)
-    assert multigpu.validation_error(multigpu.Args(), 2, 1) is None  # two machines, one rank each
-    message = multigpu.validation_error(multigpu.Args(), 2, 2)
+    assert multigpu.validation_error(multigpu.Args(), breakout, 2, 1) is None  # two machines, one rank each
+    message = multigpu.validation_error(multigpu.Args(), breakout, 2, 2)
     assert "this machine runs 2 ranks and has 1 GPU(s)" in message and "--no-cuda" in message
-    assert multigpu.validation_error(multigpu.Args(cuda=False), 2, 2) is None
+    assert multigpu.validation_error(multigpu.Args(cuda=False), breakout, 2, 2) is None
+
+
+def test_a_run_without_a_gradient_step_warns_and_runs(workdir):
+    # CleanRL's smoke tests run budgets below one batch (here 8 envs x 128 steps): a warning, not a refusal
+    result = run_script(SCRIPT, "--total-timesteps", 10, cwd=workdir)
+    check_ok(result)
+    assert f"{SCRIPT}: warning: the run ends before its first gradient step" in result.stdout
+    assert only_run_dir(workdir).name.startswith("BreakoutNoFrameskip-v4__ppo_atari_multigpu__1__")
 
 
 def _average_on_rank(rank, init_file, out_dir):
@@ -235,8 +250,9 @@ def test_torchrun_two_ranks_train_identical_weights_on_different_games(tmp_path)
     (tmp_path / "rank0").mkdir()
     (tmp_path / "rank1").mkdir()
     (tmp_path / "wrapper.py").write_text(RANK_WRAPPER)
-    # 2 ranks x 2 envs x 128 steps, 2 iterations of 2 epochs x 4 minibatches: 16 updates; each rank finishes games
-    flags = ["--local-num-envs", 2, "--num-steps", 128, "--total-timesteps", 1024, "--update-epochs", 2, "--capture-video"]
+    # 2 ranks x 2 envs x 128 steps, 2 iterations of 2 epochs x 4 minibatches: 16 updates; each rank finishes games.
+    # --num-envs as CleanRL spells it: the envs of all ranks together
+    flags = ["--num-envs", 4, "--num-steps", 128, "--total-timesteps", 1024, "--update-epochs", 2, "--capture-video"]
     returncode, stdout, stderr = torchrun(tmp_path, 2, tmp_path / "wrapper.py", SCRIPTS / SCRIPT, tmp_path, *flags)
     assert returncode == 0, f"stdout:\n{stdout[-3000:]}\nstderr:\n{stderr[-3000:]}"
     assert "2 rank(s) x 2 envs = 4 envs; rank 0 on cpu, gloo backend" in stdout
