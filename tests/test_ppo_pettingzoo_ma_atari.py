@@ -122,7 +122,7 @@ def test_env_error_names_the_game_ids():
 def test_default_flags_log_every_game_once(workdir):
     result = run_script(SCRIPT, *TINY, cwd=workdir)
     check_ok(result)
-    assert "time limit 128 frames (32 agent steps)" in result.stdout
+    assert "pong_v3: 1 game(s) of 2 players; time limit 128 frames" in result.stdout
     assert "global_step=128, episodic_length(last 2)=32.0, SPS=" in result.stdout
     run_dir = str(only_run_dir(workdir))
     for tag in PPO_TAGS:
@@ -148,8 +148,8 @@ def test_copied_file_films_tracks_saves_and_evaluates(tmp_path):
 
 REFUSALS = [
     (["--env-id", "pong_v2"], "'pong_v2' is not a PettingZoo Atari game"),
-    (["--env-id", "quadrapong_v4", "--num-envs", 6], "quadrapong_v4 has 4 players, so use a multiple of 4"),
-    (["--max-cycles", 0], "--max-cycles must be at least 1, got 0"),
+    (["--env-id", "quadrapong_v4", "--num-envs", 6], "--num-envs must hold whole games: quadrapong_v4 has 4 players"),
+    (["--max-cycles", 0], "--update-epochs, --max-cycles must be at least 1"),
     (["--num-minibatches", 3], "does not split into --num-minibatches 3"),
     (["--upload-model", "--no-save-model"], "--upload-model pushes the saved model and its evaluation; add --save-model"),
 ]
@@ -159,3 +159,11 @@ REFUSALS = [
 def test_bad_input_exits_2_with_one_line_and_creates_nothing(flags, message, workdir, fork_script):
     result = fork_script(SCRIPT, "--capture-video", "--track", "--save-model", *flags, cwd=workdir, timeout=120)
     check_refused(result, SCRIPT, message, workdir)
+
+
+def test_a_run_without_a_gradient_step_warns_and_runs(workdir):
+    # CleanRL's smoke tests run budgets below one batch: a warning, not a refusal
+    result = run_script(SCRIPT, "--total-timesteps", 32, *TINY[2:], cwd=workdir)
+    check_ok(result)
+    assert f"{SCRIPT}: warning: the run ends before its first gradient step" in result.stdout
+    assert only_run_dir(workdir).name.startswith("pong_v3__ppo_pettingzoo_ma_atari__1__")
