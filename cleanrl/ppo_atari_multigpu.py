@@ -10,6 +10,7 @@ import importlib.util
 import os
 import random
 import re
+import shlex
 import sys
 import time
 from collections import deque
@@ -507,4 +508,6 @@ if __name__ == "__main__":
         if args.track:
             wandb.finish()
         if args.upload_model:  # last, so that a failed upload leaves every local result written
-            hub.push_to_hub(args, run_name, episodic_returns, __file__, "PPO", "Proximal Policy Optimization")
+            launch = ["python"] if world_size == 1 else ["torchrun", "--standalone", f"--nproc-per-node={world_size}"]
+            command = shlex.join([*launch, SCRIPT, *sys.argv[1:]])  # the card's command line
+            hub.push_to_hub(args, run_name, episodic_returns, __file__, "PPO", "Proximal Policy Optimization", command=command)

@@ -156,7 +156,7 @@ python -m cleanrl_utils.enjoy --exp-name {args.exp_name} --hf-repository {repo}
 """
 
 
-def _push(args, run_name, episodic_returns, script_path, algorithm, description, attempts):
+def _push(args, run_name, episodic_returns, script_path, algorithm, description, attempts, command):
     from huggingface_hub import CommitOperationAdd, HfApi
 
     api = HfApi()
@@ -176,7 +176,7 @@ def _push(args, run_name, episodic_returns, script_path, algorithm, description,
             card_path = f"{run_dir}/README.md"
             video = "replay.mp4" if videos else None
             with open(card_path, "w") as f:
-                f.write(model_card(args, repo, episodic_returns, video, script_path, algorithm, description))
+                f.write(model_card(args, repo, episodic_returns, video, script_path, algorithm, description, command))
             repo_url = api.create_repo(repo, exist_ok=True)
             operations = [CommitOperationAdd(path_in_repo, local) for path_in_repo, local in files.items()]
             operations.append(CommitOperationAdd("README.md", card_path))
@@ -189,19 +189,20 @@ def _push(args, run_name, episodic_returns, script_path, algorithm, description,
             time.sleep(2 ** (attempt - 1))
 
 
-def push_to_hub(args, run_name, episodic_returns, script_path, algorithm, description, attempts=3):
+def push_to_hub(args, run_name, episodic_returns, script_path, algorithm, description, attempts=3, command=None):
     """Pushes a finished run to the Hub in one commit and prints `model uploaded to URL`; returns the URL.
 
     Run from the folder the script ran in: it reads `runs/{run_name}/{exp_name}.cleanrl_model`, the events files
     there and `videos/{run_name}-eval/*.mp4` (the last one by episode number becomes `replay.mp4`).
     `args` is the script's Args; `episodic_returns` the evaluation returns (floats); `script_path` the script
-    (`__file__`); `algorithm`/`description` name it on the model card (see `model_card`).
+    (`__file__`); `algorithm`/`description` name it on the model card, `command` is the card's command line (see
+    `model_card`; a script launched by torchrun passes its torchrun line).
     huggingface_hub does not retry commits, so network errors, 5xx and 429 are retried here (`attempts` in all,
     waiting 1 s, 2 s, ...); other client errors (401, 403, 404) are not. When the push fails, prints one line
     saying so (the run stays in `runs/{run_name}`) and exits with code 1.
     """
     try:
-        url = _push(args, run_name, episodic_returns, script_path, algorithm, description, attempts)
+        url = _push(args, run_name, episodic_returns, script_path, algorithm, description, attempts, command)
     except Exception as e:
         reason = (str(e).splitlines() or [""])[0] or type(e).__name__
         print(
