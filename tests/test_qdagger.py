@@ -5,6 +5,7 @@ dqn_atari.py; a teacher that cannot be had stops the run before anything is crea
 import math
 import shutil
 
+import gymnasium as gym
 import pytest
 import torch
 
@@ -138,13 +139,14 @@ def test_teacher_weights_accept_a_save_model_dict_and_a_bare_state_dict():
 def test_teacher_weights_refuse_what_is_not_a_matching_dqn_atari_teacher():
     state_dict = qdagger.TeacherQNetwork(4).state_dict()
     env = "BreakoutNoFrameskip-v4"
+    not_it = "is not a dqn_atari.py QNetwork for 4 actions"
     cases = [
-        (torch.zeros(3), "holds a Tensor, not dqn_atari.py weights"),
-        ({"model": {"w": 1.0}}, "holds a dict, not dqn_atari.py weights"),
-        (qdagger.QNetwork(4).state_dict(), "is not a dqn_atari.py QNetwork (parameters"),
+        (torch.zeros(3), f"{not_it} (Expected state_dict to be dict-like"),
+        ({"model": {"w": 1.0}}, f"{not_it} (Missing key(s) in state_dict"),
+        (qdagger.QNetwork(4).state_dict(), f"{not_it} (Missing key(s) in state_dict"),  # the student's layers
         ({"model": state_dict, "args": {"env_id": "PongNoFrameskip-v4"}}, "was trained on PongNoFrameskip-v4, not " + env),
-        (qdagger.TeacherQNetwork(6).state_dict(), f"chooses among 6 actions but {env} has 4"),
-        ({**state_dict, "network.7.weight": torch.zeros(512, 10)}, "network.7.weight has shape (512, 10)"),
+        (qdagger.TeacherQNetwork(6).state_dict(), f"{not_it} (size mismatch for network.9.weight"),
+        ({**state_dict, "network.7.weight": torch.zeros(512, 10)}, f"{not_it} (size mismatch for network.7.weight"),
     ]
     for checkpoint, message in cases:
         weights, error = qdagger.teacher_weights(checkpoint, 4, env, "t.pt")
@@ -154,39 +156,43 @@ def test_teacher_weights_refuse_what_is_not_a_matching_dqn_atari_teacher():
 
 # --- validation ----------------------------------------------------------------------------------
 
+SIZES = (
+    "--num-envs, --buffer-size, --batch-size, --train-frequency, --target-network-frequency, --teacher-eval-episodes, "
+    "--offline-eval-frequency, --distill-window must be at least 1"
+)
+
+
+@pytest.fixture(scope="module")
+def breakout():
+    env = gym.make("BreakoutNoFrameskip-v4")
+    yield env
+    env.close()
+
 
 @pytest.mark.parametrize(
     "changes,message",
     [
         ({"temperature": 0.0}, "--temperature must be positive and finite in float32, got 0.0"),
         ({"temperature": float("inf")}, "--temperature must be positive and finite in float32"),
-        ({"teacher_eval_episodes": 0}, "--teacher-eval-episodes must be at least 1, got 0"),
-        ({"teacher_steps": -1}, "--teacher-steps must be at least 0, got -1"),
-        ({"offline_steps": -5}, "--offline-steps must be at least 0, got -5"),
-        ({"offline_eval_episodes": -1}, "--offline-eval-episodes must be at least 0"),
-        ({"distill_window": 0}, "--distill-window must be at least 1"),
-        ({"teacher_steps": 1, "num_envs": 2}, "needs the teacher's data, but --teacher-steps 1 is less than one step"),
-        (
-            {"offline_steps": 100, "total_timesteps": 1000, "learning_starts": 1100},
-            "--offline-steps 100 plus --total-timesteps 1000 does not exceed --learning-starts 1100",
-        ),
-        (  # 1000 steps pass learning_starts 999 but reach no multiple of 16 after it: no gradient step
-            {"offline_steps": 0, "total_timesteps": 1000, "learning_starts": 999, "train_frequency": 16},
-            "--offline-steps 0 plus --total-timesteps 1000 does not exceed --learning-starts 999 by a gradient step",
-        ),
-        ({"total_timesteps": 1, "num_envs": 2, "learning_starts": 0}, "is less than one step of the --num-envs 2 envs"),
-        ({"upload_model": True}, "--upload-model pushes the saved model and its evaluation; add --save-model"),
+        ({"teacher_eval_episodes": 0}, SIZES),
+        ({"offline_eval_frequency": 0}, SIZES),
+        ({"distill_window": 0}, SIZES),
+        ({"buffer_size": 19, "num_envs": 2}, "--buffer-size 19 leaves a sub-env fewer than 10 frames"),
+        ({"teacher_steps": 1, "num_envs": 2}, "--offline-steps 500000 needs the teacher's data: raise --teacher-steps"),
+        ({"teacher_steps": -1}, "--offline-steps 500000 needs the teacher's data"),
+        ({"end_e": 1.5}, "--gamma, --start-e, --end-e and --exploration-fraction must be in [0, 1]"),
+        ({"learning_rate": 0.0}, "--learning-rate must be positive and finite in float32, got 0.0"),
     ],
 )
-def test_validation_errors(changes, message):
-    args = qdagger.Args(**changes)
-    error = qdagger.validation_error(args)
+def test_validation_errors(changes, message, breakout):
+    error = qdagger.validation_error(qdagger.Args(**changes), breakout)
     assert error is not None and message in error, error
 
 
-def test_defaults_are_cleanrl_published_ones_and_valid():
+def test_defaults_are_cleanrl_published_ones_and_valid(breakout):
     args = qdagger.Args()
-    assert qdagger.validation_error(args) is None
+    assert qdagger.validation_error(args, breakout) is None
+    assert qdagger.validation_error(qdagger.Args(teacher_steps=0, offline_steps=0), breakout) is None  # no offline phase
     assert (args.teacher_steps, args.offline_steps, args.teacher_eval_episodes, args.temperature) == (500000, 500000, 10, 1.0)
     assert (args.learning_rate, args.buffer_size, args.batch_size, args.target_network_frequency) == (1e-4, 1000000, 32, 1000)
     assert (args.start_e, args.end_e, args.exploration_fraction, args.learning_starts, args.train_frequency) == (
@@ -293,3 +299,12 @@ def test_a_file_that_is_not_a_checkpoint_is_refused(workdir, tmp_path_factory):
 def test_a_teacher_for_another_game_is_refused(teacher_path, workdir):
     line = refused(workdir, "--teacher-model-path", teacher_path, "--env-id", "PongNoFrameskip-v4")
     assert "was trained on BreakoutNoFrameskip-v4, not PongNoFrameskip-v4; use --env-id BreakoutNoFrameskip-v4" in line
+
+
+def test_a_run_without_an_online_gradient_step_runs_and_warns(teacher_path, workdir, fork_script):
+    # learning_starts 1000 on the online clock that starts at --offline-steps 0: 64 steps never reach it
+    flags = ["--teacher-model-path", teacher_path, *TINY, "--teacher-steps", 0, "--offline-steps", 0]
+    result = fork_script(SCRIPT, *flags, "--total-timesteps", 64, "--learning-starts", 1000, cwd=workdir, timeout=600)
+    check_ok(result)
+    assert f"{SCRIPT}: warning: the run ends before its first online gradient step" in result.stdout
+    assert len(read_scalars(str(only_run_dir(workdir)), "losses/loss")[0]) == 0

@@ -1,8 +1,9 @@
 """sac_atari.py: its pure pieces (soft Q target, actor and temperature losses, target entropy) against
 values worked out by hand, then the script run as a user would: a subprocess with a tiny budget, with
---num-envs 2 and --no-autotune, a non-finite loss, and every validation case (exit 2, one line,
-nothing created). The --capture-video, --save-model, --track and copy-alone paths are shared with the
-other scripts in test_scripts.py."""
+--num-envs 2 and --no-autotune, a non-finite loss, every validation case (exit 2, one line, nothing
+created), runs without a gradient step (a warning) and CleanRL's own smoke command. The
+--capture-video, --save-model, --track and copy-alone paths are shared with the other scripts in
+test_scripts.py."""
 
 import math
 
@@ -178,40 +179,26 @@ def test_non_finite_loss_stops_the_run_with_its_step(workdir, fork_script):
     assert only_run_dir(workdir).exists()
 
 
+SIZES = "--num-envs, --buffer-size, --batch-size, --update-frequency, --target-network-frequency must be at least 1"
 BAD = [
-    (["--seed", -1], "--seed must be in [0, 2**32 - 1]"),
-    (["--exp-name", "sweep/a"], "--exp-name 'sweep/a' must be non-empty, without '/' or '__'"),
-    (["--exp-name", "x" * 300], "more than a folder name can hold (255); shorten --exp-name"),
-    (["--num-envs", 0], "--num-envs must be at least 1, got 0"),
-    (["--buffer-size", 0], "--buffer-size must be at least 1, got 0"),
-    (["--batch-size", 0], "--batch-size must be at least 1, got 0"),
-    (["--update-frequency", 0], "--update-frequency must be at least 1, got 0"),
-    (["--target-network-frequency", 0], "--target-network-frequency must be at least 1, got 0"),
-    (["--buffer-size", 16, "--batch-size", 32], "--buffer-size 16 is smaller than one batch (--batch-size 32)"),
-    (["--buffer-size", 19, "--batch-size", 8, "--num-envs", 2], "each needs at least 10"),
-    (["--learning-starts", -1], "--learning-starts must be at least 0, got -1"),
-    (["--total-timesteps", 1000, "--learning-starts", 1000], "does not exceed --learning-starts 1000"),
-    # 10005 steps run, no more than 10000 // 10 * 10 + 10 - 1: not one gradient step
-    (["--total-timesteps", 10005, "--learning-starts", 10000, "--update-frequency", 10], "by a gradient step"),
-    (["--total-timesteps", 20001, "--learning-starts", 20000, "--num-envs", 2], "by a gradient step"),
-    (["--gamma", 1.5], "--gamma must be in [0, 1], got 1.5"),
-    (["--tau", 0], "--tau must be in (0, 1], got 0"),
-    (["--tau", 1.5], "--tau must be in (0, 1], got 1.5"),
-    (["--policy-lr", 0], "--policy-lr must be positive and at most 3.4e+37 (Adam), got 0"),
-    (["--policy-lr", "nan"], "--policy-lr must be positive and "),
-    (["--policy-lr", 1e38], "--policy-lr must be positive and at most 3.4e+37 (Adam), got 1e+38"),
-    (["--q-lr", -1e-4], "--q-lr must be positive and "),
-    (["--q-lr", 1e38], "--q-lr must be positive and at most 3.4e+37 (Adam), got 1e+38"),
-    (["--alpha", -0.1], "--alpha must be non-negative and finite in float32, got -0.1"),
-    (["--alpha", "inf"], "--alpha must be non-negative and finite in float32, got inf"),
-    (["--alpha", 1e39], "--alpha must be non-negative and finite in float32, got 1e+39"),  # inf in float32
-    (["--target-entropy-scale", 0], "--target-entropy-scale must be in (0, 1], got 0"),
-    (["--target-entropy-scale", 1.5], "--target-entropy-scale must be in (0, 1], got 1.5"),
-    (["--upload-model", "--no-save-model"], "--upload-model pushes the saved model and its evaluation; add --save-model"),
+    (["--seed", -1], "--seed must be in [0, 2**32 - 1], got -1"),
+    (["--exp-name", "sweep/a"], "--exp-name 'sweep/a' must be a folder name"),
+    (["--exp-name", "x" * 300], "must be a folder name: up to 150 letters"),
+    (["--num-envs", 0], SIZES),
+    (["--buffer-size", 0], SIZES),
+    (["--batch-size", 0], SIZES),
+    (["--update-frequency", 0], SIZES),
+    (["--target-network-frequency", 0], SIZES),
+    (["--buffer-size", 19, "--num-envs", 2], "--buffer-size 19 leaves a sub-env fewer than 10 frames"),
+    (["--gamma", 1.5], "--gamma must be in [0, 1]"),
+    (["--policy-lr", 0], "--policy-lr and --q-lr must be positive and finite in float32, got 0.0 and 0.0003"),
+    (["--policy-lr", "nan"], "--policy-lr and --q-lr must be positive and finite in float32"),
+    (["--q-lr", -1e-4], "--policy-lr and --q-lr must be positive and finite in float32"),
+    (["--q-lr", 1e38], "--policy-lr and --q-lr must be positive and finite in float32, got 0.0003 and 1e+38"),
     (["--env-id", "CartPole-v1"], "CartPole-v1 is not an ale-py Atari game"),
     (["--env-id", "BreakoutNoFrameskip-v9"], "doesn't exist"),
     (["--env-id", "no_such_module:Foo-v0"], "cannot make 'no_such_module:Foo-v0': No module named 'no_such_module'"),
-    (["--buffer-size", 10**13], "lower --buffer-size"),
+    (["--buffer-size", 10**13], "more than this machine's memory; lower --buffer-size"),
 ]
 
 
@@ -219,3 +206,25 @@ BAD = [
 def test_bad_input_exits_2_with_one_line_and_creates_nothing(flags, message, workdir, fork_script):
     result = fork_script(SCRIPT, "--capture-video", "--track", "--save-model", *flags, cwd=workdir, timeout=120)
     check_refused(result, SCRIPT, message, workdir)
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [
+        ["--total-timesteps", 20, "--learning-starts", 20],
+        # 23 steps run: past --learning-starts 20, but gradient steps come at multiples of 8 (the next at 24)
+        ["--total-timesteps", 23, "--learning-starts", 20, "--update-frequency", 8],
+        ["--total-timesteps", 21, "--learning-starts", 20, "--num-envs", 2],  # 20 steps run (whole vector steps)
+    ],
+)
+def test_a_run_without_a_gradient_step_runs_and_warns(flags, workdir, fork_script):
+    result = fork_script(SCRIPT, *flags, "--buffer-size", 100, cwd=workdir, timeout=600)
+    check_ok(result)
+    assert f"{SCRIPT}: warning: the run ends before its first gradient step (--learning-starts 20)" in result.stdout
+    assert len(read_scalars(str(only_run_dir(workdir)), "losses/qf_loss")[0]) == 0
+
+
+def test_cleanrls_own_smoke_command_runs(workdir, fork_script):
+    # as upstream's tests/test_atari_gymnasium.py runs it
+    flags = ["--learning-starts", 10, "--total-timesteps", 16, "--buffer-size", 10, "--batch-size", 4]
+    check_ok(fork_script(SCRIPT, *flags, cwd=workdir, timeout=600))
