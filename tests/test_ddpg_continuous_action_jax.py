@@ -1,7 +1,7 @@
 """ddpg_continuous_action_jax.py: its pure pieces and networks give the torch twin's numbers (asymmetric
 per-dimension bounds, clamps, terminations), a tiny default run logs every tag at its cadence, the copied file runs
-every output path, a non-finite loss stops the run with its step, bad input is refused before anything is made, and a
-run too short for a gradient step runs with a warning."""
+every output path, a non-finite loss stops the run with its step, bad input or a video that cannot render is refused
+before anything is made, and a run too short for a gradient step runs with a warning."""
 
 import jax
 import numpy as np
@@ -145,3 +145,16 @@ def test_a_run_without_a_gradient_step_runs_with_a_warning(workdir, fork_script)
     warning = f"{SCRIPT}: warning: the run ends before its first gradient step (--learning-starts 100)"
     assert warning in result.stdout.splitlines()
     assert len(read_scalars(str(only_run_dir(workdir)), "losses/qf1_loss")[0]) == 0
+
+
+def test_video_that_cannot_render_is_refused_at_start(workdir, fork_script):
+    # GLFW needs a display; without one a frame cannot be rendered, which must show before training
+    env = {"MUJOCO_GL": "glfw"}
+    result = fork_script(SCRIPT, "--env-id", "InvertedPendulum-v5", "--capture-video", cwd=workdir, env=env, unset=["DISPLAY"])
+    check_refused(result, SCRIPT, "cannot render InvertedPendulum-v5 with MUJOCO_GL=glfw", workdir)
+    assert "headless machines need" in result.stderr and "egl" in result.stderr
+    # a GL back-end that fails as the env is made says which one was asked for
+    env["MUJOCO_GL"] = "osmesa"
+    result = fork_script(SCRIPT, "--env-id", "InvertedPendulum-v5", "--capture-video", cwd=workdir, env=env, unset=["DISPLAY"])
+    check_refused(result, SCRIPT, "cannot make 'InvertedPendulum-v5'", workdir)
+    assert "MUJOCO_GL=osmesa" in result.stderr

@@ -1,7 +1,8 @@
 """sac_continuous_action_jax.py, the JAX twin of sac_continuous_action.py: its pure pieces and its actor give
 the torch script's numbers on the same inputs, and, run as a user would (a subprocess), it logs the twin's tags
 at their cadence, runs copied alone through every output path (with the fixed α), stops at a non-finite loss
-with its step, refuses bad input before anything is made, and runs a run too short for a gradient step with a warning."""
+with its step, refuses bad input or a video that cannot render before anything is made, and runs a run too short
+for a gradient step with a warning."""
 
 import math
 
@@ -214,3 +215,16 @@ def test_a_run_without_a_gradient_step_runs_with_a_warning(workdir, fork_script)
     warning = f"{SCRIPT}: warning: the run ends before its first gradient step (--learning-starts 5000)"
     assert warning in result.stdout.splitlines()
     assert len(read_scalars(str(only_run_dir(workdir)), "losses/qf_loss")[0]) == 0
+
+
+def test_video_that_cannot_render_is_refused_at_start(workdir, fork_script):
+    # GLFW needs a display; without one a frame cannot be rendered, which must show before training
+    env = {"MUJOCO_GL": "glfw"}
+    result = fork_script(SCRIPT, "--env-id", "InvertedPendulum-v5", "--capture-video", cwd=workdir, env=env, unset=["DISPLAY"])
+    check_refused(result, SCRIPT, "cannot render InvertedPendulum-v5 with MUJOCO_GL=glfw", workdir)
+    assert "headless machines need" in result.stderr and "egl" in result.stderr
+    # a GL back-end that fails as the env is made says which one was asked for
+    env["MUJOCO_GL"] = "osmesa"
+    result = fork_script(SCRIPT, "--env-id", "InvertedPendulum-v5", "--capture-video", cwd=workdir, env=env, unset=["DISPLAY"])
+    check_refused(result, SCRIPT, "cannot make 'InvertedPendulum-v5'", workdir)
+    assert "MUJOCO_GL=osmesa" in result.stderr
