@@ -1,16 +1,14 @@
 # QDagger: a DQN student with the IMPALA CNN learns from a DQN teacher (Nature CNN) on Atari games through ale-py.
-# Papers: Agarwal et al. 2022, "Reincarnating Reinforcement Learning" (NeurIPS); Espeholt et al. 2018, "IMPALA" (ICML)
-# for the student's network; Mnih et al. 2015 (Nature) for DQN and the Atari preprocessing. CleanRL's published
-# defaults. Phases: score the teacher (a dqn_atari.py --save-model file, or CleanRL's on the Hub); let it play
-# --teacher-steps ε-greedily into a replay memory; train the student --offline-steps gradient steps on it with TD +
-# distillation loss; then online with TD + λ_t distillation, λ_t = max(1 - G_student / G_teacher, 0) over the last
-# --distill-window training episodes (1 until they finish). As CleanRL (unlike the paper): the teacher fills a fresh
-# memory, the distillation KL is summed over the batch, and the online ε schedule and learning_starts read a clock
-# that starts at --offline-steps. Deliberate differences from CleanRL: once λ_t reaches 0 distillation stops for good
-# (the paper's 1_{t < t0}); λ_t = (G_teacher - G_student) / |G_teacher| keeps its meaning for negative teacher returns;
-# the online global_step counts from 0; offline evaluations every --offline-eval-frequency steps and at the end;
-# --num-envs > 1 works; time limits are not terminal, the memory stores each frame once and `ALE/*-v5` ids skip
-# frames once, as in dqn_atari.py. Evaluations act with ε = end-e.
+# Papers: Agarwal et al. 2022, "Reincarnating Reinforcement Learning" (NeurIPS); Espeholt et al. 2018, "IMPALA" (ICML);
+# Mnih et al. 2015 (Nature) for DQN and its preprocessing. CleanRL's defaults. Phases: score the teacher (saved by
+# dqn_atari.py --save-model, or CleanRL's on the Hub); it plays --teacher-steps ε-greedily into a replay memory; the
+# student trains --offline-steps on it with TD + distillation loss, then online with TD + λ_t distillation, λ_t =
+# max(1 - G_student / G_teacher, 0) over the last --distill-window episodes. As CleanRL (not the paper): a fresh memory
+# for the teacher, the distillation KL summed over the batch, the online ε schedule and learning_starts on a clock
+# starting at --offline-steps. Deliberate differences from CleanRL: λ_t = 0 ends distillation for good (the paper's
+# 1_{t < t0}); λ_t = (G_teacher - G_student) / |G_teacher| (negative teacher returns); online global_step from 0;
+# offline evaluations every --offline-eval-frequency and at the end; --num-envs > 1; dqn_atari.py's fixes (truncation
+# is not terminal, frames stored once, v5 ids skip frames once). Evaluations act with ε = end-e.
 import functools
 import glob
 import importlib.util
