@@ -455,7 +455,7 @@ def validation_error(args, env):
         (args.n_atoms < 2 or not args.v_min < args.v_max, "--n-atoms must be at least 2 and --v-min below --v-max"),
         (memory > os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"),
          f"the replay buffer needs {memory / 2**30:.1f} GiB, more than this machine's memory; lower --buffer-size"),
-        (args.buffer_size // args.num_envs < args.n_step + 5,  # a window, the stacks around it and an episode change
+        (args.buffer_size < (args.n_step + 5) * args.num_envs,  # a window, the stacks around it, an episode change
          f"--buffer-size must hold --n-step + 5 = {args.n_step + 5} frames per sub-env (--num-envs {args.num_envs})"),
         (args.learning_starts < args.n_step * args.num_envs,  # the first batch needs a complete n-step transition
          f"--learning-starts must be at least --n-step x --num-envs = {args.n_step * args.num_envs}"),

@@ -441,6 +441,7 @@ SIZES = "--num-envs, --buffer-size, --batch-size, --train-frequency, --target-ne
     "changes, message",
     [
         ({"n_step": 0}, SIZES),
+        ({"num_envs": 0}, SIZES),
         ({"n_atoms": 1}, "--n-atoms must be at least 2 and --v-min below --v-max"),
         ({"v_min": 10.0, "v_max": 10.0}, "--n-atoms must be at least 2 and --v-min below --v-max"),
         ({"prioritized_replay_beta": 1.5}, "--gamma and --prioritized-replay-beta must be in [0, 1]"),
