@@ -117,10 +117,10 @@ def compare(args):
             rows.append((name, "-", "-", f"exit {b['returncode']} before, {a['returncode']} after"))
             moved += 1
             continue
-        tags = sorted(set(b["scalars"]) | set(a["scalars"]))
+        tags = sorted(t for t in set(b["scalars"]) | set(a["scalars"]) if not t.endswith(SKIPPED_TAGS))
         differ = [t for t in tags if len(b["scalars"].get(t, [])) != len(a["scalars"].get(t, []))
                   or not all(sb == sa and same(vb, va) for (sb, vb), (sa, va) in zip(b["scalars"].get(t, []), a["scalars"].get(t, [])))]  # fmt: skip
-        points = sum(len(v) for v in b["scalars"].values())
+        points = sum(len(b["scalars"].get(t, [])) for t in tags)
         rows.append((name, str(len(tags)), str(points), "identical" if not differ else "moved: " + ", ".join(differ)))
         moved += bool(differ)
     table = ["| script | tags | points | result |", "|---|---|---|---|", *(f"| {' | '.join(r)} |" for r in rows)]
