@@ -1,18 +1,16 @@
-# QDagger (Agarwal et al. 2022, "Reincarnating Reinforcement Learning", NeurIPS) in JAX: the version of
-# qdagger_dqn_atari_impalacnn.py. A DQN student with the IMPALA CNN (Espeholt et al. 2018) learns from a DQN teacher
-# (Nature CNN, Mnih et al. 2015) saved by dqn_atari_jax.py --save-model (or CleanRL's Hub file). Phases: score the
-# teacher over --teacher-eval-episodes games; let it play --teacher-steps ε-greedy steps into a replay memory and train
-# the student on that memory for --offline-steps gradient steps with TD + distillation loss; then train it online with
-# TD + λ_t × distillation, λ_t = max(1 - G_student / G_teacher, 0) over its last --distill-window training episodes.
-# As in CleanRL's published version (unlike the paper): the teacher fills a fresh replay memory; the distillation loss
-# KL(softmax(teacher Q / T) || softmax(student Q / T)) is summed over the batch; the online ε schedule and
-# learning_starts read a clock that starts at --offline-steps; evaluations act with ε = end-e.
-# Deliberate differences from CleanRL's: λ_t, once 0, stays 0 (the paper's 1_{t < t0}), computed as
-# (G_teacher - G_student) / |G_teacher| (a teacher return of 0 gives 1 while the student scores below 0); the online
-# global_step counts from 0; the offline phase evaluates every --offline-eval-frequency gradient steps and at its end;
-# --num-envs > 1 works; the IMPALA max-pool pads one pixel on every side, as torch's. Env set-up and frame replay
-# memory as in dqn_atari.py. Only the framework differs from the torch version, and with it Flax's default
-# initialisation, and a non-finite loss is caught at the logging cadence, still naming the step it happened at.
+# QDagger: a DQN student with the IMPALA CNN learns from a DQN teacher (Nature CNN) on Atari games through ale-py.
+# Papers: Agarwal et al. 2022, "Reincarnating Reinforcement Learning" (NeurIPS); Espeholt et al. 2018, "IMPALA" (ICML);
+# Mnih et al. 2015 (Nature) for DQN and its preprocessing. CleanRL's defaults. Phases: score the teacher (saved by
+# dqn_atari_jax.py --save-model, or CleanRL's on the Hub); it plays --teacher-steps ε-greedily into a replay memory; the
+# student trains --offline-steps on it with TD + distillation loss, then online with TD + λ_t distillation, λ_t =
+# max(1 - G_student / G_teacher, 0) over the last --distill-window episodes. As CleanRL (not the paper): a fresh memory
+# for the teacher, the distillation KL summed over the batch, the online ε schedule and learning_starts on a clock
+# starting at --offline-steps. Deliberate differences from CleanRL: λ_t = 0 ends distillation for good (the paper's
+# 1_{t < t0}); λ_t = (G_teacher - G_student) / |G_teacher| (negative teacher returns); online global_step from 0;
+# offline evaluations every --offline-eval-frequency and at the end; --num-envs > 1; dqn_atari.py's fixes (truncation
+# is not terminal, frames stored once, v5 ids skip frames once). Evaluations act with ε = end-e.
+# Only the framework differs from qdagger_dqn_atari_impalacnn.py: Flax/Optax, jitted steps, Flax's default init, a
+# msgpack checkpoint; the IMPALA max-pool pads every side as torch's; non-finite losses are read at the logging cadence.
 import functools
 import glob
 import importlib.util
@@ -177,7 +175,7 @@ def make_env(env_id, num_envs, capture_video, run_name):
 
 
 class TeacherQNetwork(nn.Module):
-    """dqn_atari_jax.py's QNetwork (the Nature CNN), layer for layer, so that its saved parameters load as they are."""
+    """dqn_atari_jax.py's QNetwork (the Nature CNN), layer for layer, so its saved weights load as they are."""
 
     n_actions: int
 
@@ -192,8 +190,6 @@ class TeacherQNetwork(nn.Module):
 
 
 class ResidualBlock(nn.Module):
-    """IMPALA residual block: x + conv(relu(conv(relu(x)))), 3x3 convolutions that keep the shape."""
-
     channels: int
 
     @nn.compact
@@ -204,7 +200,7 @@ class ResidualBlock(nn.Module):
 
 
 class ConvSequence(nn.Module):
-    """One IMPALA stage: a 3x3 convolution, a 3x3 max-pool of stride 2 and two residual blocks (channels last)."""
+    """One IMPALA stage: a 3x3 convolution, a 3x3 max-pool of stride 2 (H and W halved, rounding up), two residual blocks."""
 
     out_channels: int
 
@@ -314,17 +310,16 @@ def steps_crossed(previous_step, step, every):
 
 
 def distillation_loss(teacher_q_values, student_q_values, temperature):
-    """Per-state KL(softmax(teacher Q / T) || softmax(student Q / T)) of (B, n_actions) Q-values, a (B,) array: the
-    gradient of the cross-entropy -Σ_a π_T(a|s) log π(a|s), and 0 where both policies agree."""
+    """Per-state KL(softmax(teacher Q / T) || softmax(student Q / T)), (B,): 0 when both policies agree."""
     teacher_log_policy = jax.nn.log_softmax(teacher_q_values / temperature, axis=-1)
     student_log_policy = jax.nn.log_softmax(student_q_values / temperature, axis=-1)
     return (jnp.exp(teacher_log_policy) * (teacher_log_policy - student_log_policy)).sum(axis=-1)
 
 
 def distill_coefficient(recent_returns, teacher_return, window):
-    """λ_t: how far the student's mean return over its last `window` training episodes is behind the teacher's mean
-    evaluation return, (G_teacher - G_student) / |G_teacher| floored at 0; 1 until `window` episodes have finished.
-    A teacher return of exactly 0 gives 1 while the student scores below 0, else 0."""
+    """λ_t: how far the mean return of the last `window` training episodes is behind the teacher's, as a fraction of
+    |G_teacher|, floored at 0; 1 until `window` episodes finished. A teacher return of 0 gives 1 while the student
+    scores below 0, else 0."""
     if len(recent_returns) < window:
         return 1.0
     student_return = float(np.mean(list(recent_returns)[-window:]))
@@ -398,10 +393,10 @@ def validation_error(args, env):
          f"{args.env_id} is not an ale-py Atari game; {SCRIPT} needs one, e.g. BreakoutNoFrameskip-v4 or ALE/Breakout-v5"),
         (min(getattr(args, k) for k in sizes) < 1, f"--{', --'.join(k.replace('_', '-') for k in sizes)} must be at least 1"),
         (args.buffer_size < 10 * args.num_envs, f"--buffer-size {args.buffer_size} leaves a sub-env fewer than 10 frames"),
-        (args.offline_steps > 0 and args.teacher_steps < args.num_envs,
-         f"--offline-steps {args.offline_steps} needs the teacher's data: raise --teacher-steps or pass --offline-steps 0"),
         (memory > os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"),
          f"the replay buffer needs {memory / 2**30:.1f} GiB, more than this machine's memory; lower --buffer-size"),
+        (args.offline_steps > 0 and args.teacher_steps < args.num_envs,
+         f"--offline-steps {args.offline_steps} needs the teacher's data: raise --teacher-steps or pass --offline-steps 0"),
         (not all(0 <= getattr(args, k) <= 1 for k in ("gamma", "start_e", "end_e", "exploration_fraction")),
          "--gamma, --start-e, --end-e and --exploration-fraction must be in [0, 1]"),
         (not 0 < args.learning_rate < 3.4e37,  # Adam's first step divides it by 0.1 in float32
@@ -416,6 +411,7 @@ def validation_error(args, env):
 
 
 def fail(message):
+    """Stops before anything is created: one line on stderr, exit code 2."""
     print(f"{SCRIPT}: {message}", file=sys.stderr)
     sys.exit(2)
 
@@ -431,8 +427,10 @@ def play(q_network, params, envs, eval_episodes, epsilon, seed):
     obs, _ = envs.reset(seed=seed)
     episodic_returns = []
     while len(episodic_returns) < eval_episodes:
-        greedy = random.random() >= epsilon
-        actions = np.asarray(greedy_actions(q_network, params, obs)) if greedy else envs.action_space.sample()
+        if random.random() < epsilon:
+            actions = envs.action_space.sample()
+        else:
+            actions = np.asarray(greedy_actions(q_network, params, obs))
         obs, _, _, _, infos = envs.step(actions)
         if "final_info" in infos and "episode" in infos["final_info"]:
             episodic_returns.append(float(infos["final_info"]["episode"]["r"][0]))
@@ -488,7 +486,8 @@ if __name__ == "__main__":
             reason = (str(e).splitlines() or [type(e).__name__])[0]
             fail(f"--track could not start a W&B run ({reason}); run `wandb login` or set WANDB_MODE=offline")
     writer = SummaryWriter(f"runs/{run_name}")
-    writer.add_text("hyperparameters", "|param|value|\n|-|-|\n" + "\n".join(f"|{k}|{v}|" for k, v in vars(args).items()))
+    table = "\n".join(f"|{key}|{value}|" for key, value in vars(args).items())
+    writer.add_text("hyperparameters", f"|param|value|\n|-|-|\n{table}")
     uploaded_videos = set()
 
     def upload_videos(folder):  # W&B gets each finished video once (RecordVideo has no W&B hook)
@@ -540,11 +539,13 @@ if __name__ == "__main__":
 
     # phase 1: the teacher's score, the bar the student's training returns are measured against
     eval_envs = make_env(args.env_id, 1, False, run_name)
+    ale = eval_envs.envs[0].unwrapped.ale
+    print(f"{args.env_id}: frame skip 4, sticky-action probability {ale.getFloat('repeat_action_probability'):g}")
     teacher_scores = play(teacher, teacher_params, eval_envs, args.teacher_eval_episodes, args.end_e, eval_seed)
     teacher_return = float(np.mean(teacher_scores))
     writer.add_scalar("charts/teacher/avg_episodic_return", teacher_return, 0)
     print(f"teacher {teacher_source}: mean episodic return {teacher_return:.2f} over {args.teacher_eval_episodes} games")
-    frames = args.buffer_size // args.num_envs * args.num_envs  # one memory at a time
+    frames = args.buffer_size // args.num_envs * args.num_envs  # one memory at a time: the teacher's, then the student's
     print(f"replay buffer: {frames} frames x {SLOT_BYTES} B = {frames * SLOT_BYTES / 2**30:.2f} GiB when full")
     if args.offline_steps > 0:
         # phase 2: the teacher plays, ε-greedily with ε from start-e to end-e, into the offline replay memory
@@ -577,7 +578,7 @@ if __name__ == "__main__":
         teacher_envs.close()
         upload_videos(f"videos/{run_name}-teacher")
 
-        # phase 3: the student learns offline from the teacher's replay memory, with full distillation (λ = 1)
+        # phase 3: the student learns offline from the teacher's replay memory, with full distillation
         phase_start = last_print = time.time()
         eval_time = 0.0
         for offline_step in range(1, args.offline_steps + 1):
@@ -602,8 +603,9 @@ if __name__ == "__main__":
             if due and args.offline_eval_episodes > 0:
                 eval_start, eval_envs = time.time(), make_env(args.env_id, 1, False, run_name)
                 returns = play(q_network, q_state.params, eval_envs, args.offline_eval_episodes, args.end_e, eval_seed)
-                writer.add_scalar("charts/offline/avg_episodic_return", np.mean(returns), offline_step)
-                print(f"offline_step={offline_step}, the student's mean episodic return {np.mean(returns):.2f}", flush=True)
+                student_return = np.mean(returns)
+                writer.add_scalar("charts/offline/avg_episodic_return", student_return, offline_step)
+                print(f"offline_step={offline_step}, the student's mean episodic return {student_return:.2f}", flush=True)
                 eval_time += time.time() - eval_start
         del teacher_rb  # the online phase starts a replay memory of its own
 
@@ -649,7 +651,7 @@ if __name__ == "__main__":
                 unchecked.append((metrics["finite"], f"global_step {global_step}"))
                 num_updates += 1
 
-            if log_due and num_owed > 0:
+            if log_due and num_owed > 0:  # at the first update past each multiple of 100 env steps
                 log_due = False
                 stop_on_non_finite()
                 metrics = jax.device_get(metrics)
