@@ -1,15 +1,13 @@
-# Proximal Policy Optimization (PPO) for Atari games run by envpool, with the Nature-CNN agent, in JAX (Flax + Optax):
-# the JAX version of ppo_atari_envpool.py. Papers: Schulman et al. 2017, "Proximal Policy Optimization Algorithms"
-# (arXiv:1707.06347), its Atari setting (clip 0.1, 8 envs x 128 steps) with CleanRL's 4 epochs x 4 minibatches; GAE,
-# Schulman et al. 2016 (arXiv:1506.02438); envpool (Weng et al. 2022, arXiv:2206.10558) does Mnih et al.'s 2015
-# preprocessing: frame skip 4 (max over the last two frames), up to 30 no-op starts, FIRE after resets, no sticky
-# actions, 27000 agent steps per game. Deliberate differences: envpool resets a finished env on the step after its
-# done (NEXT_STEP autoreset) and that reset step is left out of every loss; a time-limit truncation bootstraps from the
-# value of its true final observation; the logged episodic return is the whole game's unclipped score (a life loss
-# alone ends nothing). JAX's own: each env step (action choice and envpool's step through its XLA interface,
-# `envs.xla()`, or with --no-xla-env an ordered `io_callback` to `envs.step`) is one compiled call, and so is each
-# minibatch update; --clip-vloss is honoured; the game statistics stay on the device in float32 (exact below 2**24);
-# a non-finite loss is caught once per iteration (its minibatch leaves the weights as they were).
+# PPO (Schulman et al. 2017, arXiv:1707.06347; GAE: arXiv:1506.02438) on Atari games run by envpool (Weng et al. 2022,
+# arXiv:2206.10558), which does Mnih et al. 2015's preprocessing (frame skip 4, up to 30 no-op starts, FIRE after resets,
+# no sticky actions, 27000 agent steps per game): the JAX version of ppo_atari_envpool.py. Deliberate changes: envpool
+# resets a finished env on the step after its done (NEXT_STEP autoreset), and that "reset step" is left out of every
+# loss; truncations bootstrap from V(true final obs); the logged return is the whole game's unclipped score, ended by
+# game over or the time limit, never by a life loss alone.
+# JAX's own (Flax + Optax): each env step (action choice and envpool's step through its XLA interface, `envs.xla()`, or
+# with --no-xla-env an ordered `io_callback` to `envs.step`) is one compiled call, and so is each minibatch update;
+# --clip-vloss is honoured; the game statistics stay on the device in float32 (exact below 2**24); a non-finite loss is
+# caught once per iteration (its minibatch leaves the weights as they were).
 import difflib
 import glob
 import importlib.util
@@ -20,7 +18,6 @@ import sys
 import time
 from collections import deque
 from dataclasses import dataclass
-from typing import Optional
 
 import envpool
 import flax
@@ -47,7 +44,7 @@ class Args:
     """if toggled, this experiment will be tracked with Weights and Biases"""
     wandb_project_name: str = "cleanRL"
     """the wandb's project name"""
-    wandb_entity: Optional[str] = None
+    wandb_entity: str | None = None
     """the entity (team) of wandb's project"""
     capture_video: bool = False
     """whether to capture videos of the agent performances (check out `videos` folder)"""
@@ -95,7 +92,7 @@ class Args:
     """coefficient of the value function"""
     max_grad_norm: float = 0.5
     """the maximum norm for the gradient clipping"""
-    target_kl: Optional[float] = None
+    target_kl: float | None = None
     """the target KL divergence threshold (stops the epochs of an update early)"""
 
 
@@ -156,12 +153,12 @@ class Agent(nn.Module):
     n_actions: int
 
     def setup(self):
-        # envpool's frames are channels-first, flax's Conv wants them last; the (7, 7, 64) maps flatten height-first
         self.network = nn.Sequential([
-            lambda x: jnp.transpose(x, (0, 2, 3, 1)), nn.Conv(32, (8, 8), strides=(4, 4), padding="VALID", **layer_init()),
-            nn.relu, nn.Conv(64, (4, 4), strides=(2, 2), padding="VALID", **layer_init()), nn.relu,
+            lambda x: jnp.transpose(x, (0, 2, 3, 1)),  # envpool's frames are channels-first, flax's Conv wants them last
+            nn.Conv(32, (8, 8), strides=(4, 4), padding="VALID", **layer_init()), nn.relu,
+            nn.Conv(64, (4, 4), strides=(2, 2), padding="VALID", **layer_init()), nn.relu,
             nn.Conv(64, (3, 3), strides=(1, 1), padding="VALID", **layer_init()), nn.relu,
-            lambda x: x.reshape((x.shape[0], -1)), nn.Dense(512, **layer_init()), nn.relu,
+            lambda x: x.reshape((x.shape[0], -1)), nn.Dense(512, **layer_init()), nn.relu,  # (7, 7, 64) flattened HWC
         ])  # fmt: skip
         self.actor = nn.Dense(self.n_actions, **layer_init(std=0.01))
         self.critic = nn.Dense(1, **layer_init(std=1))
@@ -185,11 +182,9 @@ def compute_gae(rewards, values, dones, terminations, last_done, next_value, gam
     (`dones`), obs[t+1] is its true final observation, so a truncation bootstraps from values[t+1] (`next_value` (N,) at
     t = T-1) and a termination (`terminations`) from nothing. The step after a done (`last_done` (N,) for t = 0) is a
     reset step, not a transition: `valid` is 0 there, and so is its advantage."""
-    num_steps = rewards.shape[0]
-    advantages = jnp.zeros_like(rewards)
-    lastgaelam = jnp.zeros_like(next_value)
-    for t in reversed(range(num_steps)):
-        nextvalues = next_value if t == num_steps - 1 else values[t + 1]
+    advantages, lastgaelam = jnp.zeros_like(rewards), jnp.zeros_like(next_value)
+    for t in reversed(range(len(rewards))):
+        nextvalues = next_value if t == len(rewards) - 1 else values[t + 1]
         delta = rewards[t] + gamma * (1.0 - terminations[t]) * nextvalues - values[t]
         lastgaelam = delta + gamma * gae_lambda * (1.0 - dones[t]) * lastgaelam
         advantages = advantages.at[t].set(lastgaelam)
@@ -312,8 +307,7 @@ def validation_error(args):  # the first reason this command line cannot run, as
     return next((message for failed, message in checks if failed), None)
 
 
-def fail(message):
-    """Stops before anything is created: one line on stderr, exit code 2."""
+def fail(message):  # stops before anything is created: one line on stderr, exit code 2
     print(f"{SCRIPT}: {message}", file=sys.stderr)
     sys.exit(2)
 
@@ -363,7 +357,6 @@ if __name__ == "__main__":
         print(f"{SCRIPT}: warning: the run ends before its first gradient step (--total-timesteps below one batch)")
     elif args.total_timesteps % args.batch_size != 0:
         print(f"running {args.num_iterations * args.batch_size} steps: --total-timesteps rounded down to whole batches")
-
     run_time = int(time.time())
     while os.path.exists(f"runs/{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"):
         run_time += 1  # a run that started in the same second owns that name
@@ -378,8 +371,7 @@ if __name__ == "__main__":
             reason = (str(e).splitlines() or [type(e).__name__])[0]
             fail(f"--track could not start a W&B run ({reason}); run `wandb login` or set WANDB_MODE=offline")
     writer = SummaryWriter(f"runs/{run_name}")
-    table = "\n".join(f"|{key}|{value}|" for key, value in vars(args).items())
-    writer.add_text("hyperparameters", f"|param|value|\n|-|-|\n{table}")
+    writer.add_text("hyperparameters", "|param|value|\n|-|-|\n" + "\n".join(f"|{k}|{v}|" for k, v in vars(args).items()))
     uploaded_videos = set()
 
     def upload_videos(folder):  # W&B gets each finished video once (envpool has no W&B hook)
@@ -391,7 +383,6 @@ if __name__ == "__main__":
     np.random.seed(args.seed)
     key = jax.random.PRNGKey(args.seed)
     key, agent_key = jax.random.split(key)
-
     envs = make_vector_env(args.env_id, args.num_envs, args.seed, args.max_episode_steps, args.capture_video)
     envs.action_space.seed(args.seed)
     config = envs.config  # the emulator runs at 60 frames per second; a video shows one frame per agent step
@@ -407,9 +398,8 @@ if __name__ == "__main__":
     tx = optax.chain(optax.clip_by_global_norm(args.max_grad_norm), adam)
     agent_state = TrainState.create(apply_fn=agent.apply, params=params, tx=tx)
 
-    global_step = 0
+    global_step, recent_returns = 0, deque(maxlen=20)
     start_time = last_print = time.time()
-    recent_returns = deque(maxlen=20)
     statistics = EpisodeStatistics(jnp.zeros(args.num_envs))
     next_obs, _ = envs.reset()
     handle, step_env, interface = make_step_env(envs, args.xla_env)
