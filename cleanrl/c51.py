@@ -1,22 +1,16 @@
 # Categorical DQN (C51) for Discrete actions on vector observations (classic control).
-# Paper: Bellemare, Dabney & Munos 2017, "A Distributional Perspective on Reinforcement Learning"
-# (ICML, arXiv:1707.06887). The Q-network predicts, for every action, a probability mass over
-# `n_atoms` fixed returns evenly spaced on [v_min, v_max]; the target distribution r + γ Z(s', a*)
-# is projected back onto that support and the network is trained by cross-entropy against it.
-# Defaults are CleanRL's published classic-control ones (101 atoms on [-100, 100], 10k replay
-# buffer, batch 128, Adam lr 2.5e-4 with eps 0.01 / batch, hard target copy every 500 steps,
-# ε 1 → 0.05 over half the run, learning starts at 10k, a gradient step every 10 env steps,
-# a 120-84 ReLU MLP).
-# Deliberate differences from the paper: the classic-control support and network above instead
-# of the Atari ones (51 atoms on [-10, 10], Nature CNN); an episode cut by a time limit is not
-# terminal: its transition stores the true final observation as next_obs and bootstraps from it.
-# Evaluation acts ε-greedily with ε = 0.05.
-import hashlib
+# Paper: Bellemare, Dabney & Munos 2017, "A Distributional Perspective on Reinforcement Learning" (ICML).
+# For every action the network predicts a probability mass over `n_atoms` fixed returns on [v_min, v_max]; the target
+# r + γ Z(s', a*) is projected back onto that support and learned by cross-entropy. CleanRL's published defaults.
+# Deliberate differences from the paper: the classic-control support and network instead of the Atari ones; an episode
+# cut by a time limit is not terminal: its transition stores the true final observation as next_obs and bootstraps
+# from it. Evaluation acts ε-greedily with ε = 0.05.
+import functools
+import glob
+import importlib.util
 import os
-import platform
 import random
 import re
-import shlex
 import sys
 import time
 from collections import deque
@@ -28,7 +22,10 @@ import numpy as np
 import torch
 import torch.nn as nn
 import torch.optim as optim
+import tyro
 from torch.utils.tensorboard import SummaryWriter
+
+SCRIPT = os.path.basename(__file__)
 
 
 @dataclass
@@ -52,8 +49,7 @@ class Args:
     save_model: bool = False
     """whether to save the model into `runs/{run_name}` and evaluate it for 10 episodes"""
     upload_model: bool = False
-    """whether to push the saved model, its model card, videos, logs and this script to the Hugging Face Hub
-    (needs --save-model and a token: `hf auth login` or HF_TOKEN; HF_ENDPOINT picks another Hub)"""
+    """whether to push the saved model, card, video, logs and script to the Hugging Face Hub (needs --save-model)"""
     hf_entity: str = ""
     """the user or org of the Hub repository `{hf_entity}/{env_id}-{exp_name}-seed{seed}` (default: the token's user)"""
 
@@ -91,172 +87,76 @@ class Args:
     """the frequency of training (env steps per gradient step)"""
 
 
-def make_env(env_id, idx, capture_video, run_name):
-    def thunk():
-        if capture_video and idx == 0:
-            env = gym.make(env_id, render_mode="rgb_array")
-            env = gym.wrappers.RecordVideo(env, f"videos/{run_name}")
-        else:
-            env = gym.make(env_id)
-        env = gym.wrappers.RecordEpisodeStatistics(env)
-        return env
+def make_env(env_id, num_envs, capture_video, run_name):
+    """`num_envs` copies of the env, with SAME_STEP autoreset: a sub-env whose episode ends resets within the same
+    `step`, which returns its true last observation in info["final_obs"]. Sub-env 0 films with --capture-video."""
 
-    return thunk
+    def thunk(idx):
+        env = gym.make(env_id, render_mode="rgb_array" if capture_video and idx == 0 else None)
+        env = gym.wrappers.RecordVideo(env, f"videos/{run_name}") if capture_video and idx == 0 else env
+        return gym.wrappers.RecordEpisodeStatistics(env)
 
-
-def make_vector_env(env_id, num_envs, capture_video, run_name):
-    # SAME_STEP autoreset: a finished sub-env is reset inside the same `step` call, and its true last
-    # observation comes back in `info["final_obs"]`, so every stored transition is a real one.
-    return gym.vector.SyncVectorEnv(
-        [make_env(env_id, i, capture_video, run_name) for i in range(num_envs)],
-        autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
-    )
+    envs = [functools.partial(thunk, i) for i in range(num_envs)]
+    return gym.vector.SyncVectorEnv(envs, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
 
 
 class QNetwork(nn.Module):
     def __init__(self, obs_dim, n_actions, n_atoms=101, v_min=-100.0, v_max=100.0):
         super().__init__()
-        self.n_actions = n_actions
-        self.n_atoms = n_atoms
-        # a buffer, not a parameter: it follows the module to the device and into the saved state_dict
-        self.register_buffer("atoms", torch.linspace(v_min, v_max, steps=n_atoms))
+        self.n_actions, self.n_atoms = n_actions, n_atoms
+        self.register_buffer("atoms", torch.linspace(v_min, v_max, steps=n_atoms))  # saved with the weights
         self.network = nn.Sequential(
-            nn.Linear(obs_dim, 120),
-            nn.ReLU(),
-            nn.Linear(120, 84),
-            nn.ReLU(),
-            nn.Linear(84, n_actions * n_atoms),
+            nn.Linear(obs_dim, 120), nn.ReLU(), nn.Linear(120, 84), nn.ReLU(), nn.Linear(84, n_actions * n_atoms)
         )
-
-    def forward(self, x):
-        return self.network(x)
 
     def get_action(self, x, action=None):
         """The greedy action (or `action` when given) and its return distribution, (B,) and (B, n_atoms)."""
-        logits = self.network(x).view(len(x), self.n_actions, self.n_atoms)
-        pmfs = torch.softmax(logits, dim=2)
+        pmfs = torch.softmax(self.network(x).view(len(x), self.n_actions, self.n_atoms), dim=2)
         if action is None:
-            q_values = (pmfs * self.atoms).sum(2)
-            action = torch.argmax(q_values, dim=1)
+            action = torch.argmax((pmfs * self.atoms).sum(2), dim=1)
         return action, pmfs[torch.arange(len(x), device=pmfs.device), action]
 
 
 class ReplayBuffer:
-    """A circular buffer of the last `buffer_size` transitions (obs, action, reward, next_obs, done).
-
-    `next_obs` is the observation the action led to: at a time-limit truncation it is the episode's
-    true final observation (not the next episode's first), and `done` is the termination flag only,
-    so truncated transitions still bootstrap. Every stored slot is a whole transition, so any filled
-    slot may be sampled.
-    """
+    """The last `buffer_size` transitions. `next_obs` is the state the action led to (at a time-limit truncation the
+    episode's true final observation) and `done` is termination only, so truncated transitions still bootstrap."""
 
     def __init__(self, buffer_size, obs_shape, device):
-        self.buffer_size = buffer_size
-        self.device = device
+        self.buffer_size, self.device, self.pos, self.size = buffer_size, device, 0, 0
         self.obs = np.zeros((buffer_size,) + obs_shape, dtype=np.float32)
         self.next_obs = np.zeros((buffer_size,) + obs_shape, dtype=np.float32)
         self.actions = np.zeros(buffer_size, dtype=np.int64)
         self.rewards = np.zeros(buffer_size, dtype=np.float32)
         self.dones = np.zeros(buffer_size, dtype=np.float32)
-        self.pos = 0
-        self.size = 0
 
     def add(self, obs, actions, rewards, terminations, truncations, next_obs, final_obs):
-        """Stores one vector step (arrays with a leading num_envs axis) taken from `obs`.
-
-        `next_obs` is what `envs.step` returned: where an episode ended it already starts the next
-        episode, so the true last observation `final_obs[i]` is stored instead.
-        """
+        # where an episode ended, next_obs already starts the next one: store the true last observation instead
         for i in range(len(actions)):
-            ended = terminations[i] or truncations[i]
-            self.obs[self.pos] = obs[i]
-            self.next_obs[self.pos] = final_obs[i] if ended else next_obs[i]
-            self.actions[self.pos] = actions[i]
-            self.rewards[self.pos] = rewards[i]
-            self.dones[self.pos] = terminations[i]
-            self.pos = (self.pos + 1) % self.buffer_size
+            self.next_obs[self.pos] = final_obs[i] if terminations[i] or truncations[i] else next_obs[i]
+            self.obs[self.pos], self.actions[self.pos], self.rewards[self.pos] = obs[i], actions[i], rewards[i]
+            self.dones[self.pos], self.pos = terminations[i], (self.pos + 1) % self.buffer_size
             self.size = min(self.size + 1, self.buffer_size)
 
     def sample(self, batch_size):
-        """`batch_size` transitions drawn uniformly (with replacement) as tensors on the device."""
-        idx = np.random.randint(0, self.size, size=batch_size)
-        return (
-            torch.as_tensor(self.obs[idx], device=self.device),
-            torch.as_tensor(self.actions[idx], device=self.device),
-            torch.as_tensor(self.rewards[idx], device=self.device),
-            torch.as_tensor(self.next_obs[idx], device=self.device),
-            torch.as_tensor(self.dones[idx], device=self.device),
-        )
-
-
-def available_memory():
-    """Bytes of memory a new allocation can use (Linux MemAvailable, capped by a cgroup v2 memory
-    limit when the process runs in a container), or None where neither can be read."""
-    available = None
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    available = int(line.split()[1]) * 1024
-    except OSError:
-        return None
-    try:
-        with open("/sys/fs/cgroup/memory.max") as f:
-            limit = f.read().strip()
-        with open("/sys/fs/cgroup/memory.current") as f:
-            used = int(f.read())
-        if limit != "max" and available is not None:
-            available = min(available, int(limit) - used)
-    except (OSError, ValueError):
-        pass
-    return available
-
-
-def replay_memory_error(args, obs_shape, headroom=2**30):
-    """Why the replay buffer cannot fit in memory as one line (None when it fits or memory is unknown).
-
-    NumPy allocates the buffer lazily, so a buffer too large would only fail once it fills up;
-    `headroom` (bytes) is left for the networks and envs."""
-    obs_bytes = int(np.prod(obs_shape)) * 4  # float32
-    needed = args.buffer_size * (2 * obs_bytes + 8 + 4 + 4)
-    available = available_memory()
-    if available is not None and needed + headroom > available:
-        return (
-            f"the replay buffer needs {needed / 2**30:.1f} GiB (--buffer-size {args.buffer_size}) plus "
-            f"{headroom / 2**30:.0f} GiB for the rest, but only {available / 2**30:.1f} GiB of memory is available; "
-            "lower --buffer-size"
-        )
-    return None
+        idx = np.random.randint(0, self.size, size=batch_size)  # uniform, with replacement
+        data = (self.obs, self.actions, self.rewards, self.next_obs, self.dones)
+        return tuple(torch.as_tensor(x[idx], device=self.device) for x in data)
 
 
 def epsilon_schedule(start_e, end_e, duration, t):
-    """ε at env step `t`: linear from `start_e` to `end_e` over `duration` steps, then `end_e`.
-
-    A zero duration (`--exploration-fraction 0`) means `end_e` from the first step.
-    """
-    if duration <= 0:
-        return end_e
-    return start_e + (end_e - start_e) * min(t / duration, 1.0)
+    """ε at env step `t`: linear from `start_e` to `end_e` over `duration` steps (0: `end_e` at once), then flat."""
+    return end_e if duration <= 0 else start_e + (end_e - start_e) * min(t / duration, 1.0)
 
 
 def project_distribution(next_pmfs, rewards, dones, gamma, atoms):
-    """The categorical projection of r + γ (1 - done) Z' onto the support `atoms` (Algorithm 1 of the paper).
-
-    `next_pmfs` (B, n_atoms) is the target distribution of the next state's greedy action, `rewards`
-    and `dones` are (B,), `atoms` (n_atoms,) is evenly spaced and increasing. `dones` marks terminal
-    transitions only (all mass then sits at the projection of the reward); a truncated transition
-    bootstraps from its true final observation. Each shifted atom is clamped to [v_min, v_max] and
-    its mass split between the two support points around it in proportion to closeness; an atom
-    that lands exactly on a support point gives it all of its mass. Returns (B, n_atoms) pmfs.
-    """
-    n_atoms = atoms.shape[0]
-    v_min, v_max = atoms[0], atoms[-1]
+    """The projection of r + γ (1 - done) Z' onto the evenly spaced support `atoms` (Algorithm 1 of the paper), as (B,
+    n_atoms) pmfs: each shifted atom, clamped to [v_min, v_max], splits its mass between its two neighbours on the support
+    by closeness (all of it to a point it lands on). `next_pmfs` (B, n_atoms); `rewards`, `dones` (termination) (B,)."""
+    n_atoms, v_min, v_max = atoms.shape[0], atoms[0], atoms[-1]
     delta_z = (v_max - v_min) / (n_atoms - 1)
     target_atoms = rewards.unsqueeze(1) + gamma * (1.0 - dones.unsqueeze(1)) * atoms.unsqueeze(0)
-    # position on the support in units of delta_z, in [0, n_atoms - 1]
-    b = ((target_atoms.clamp(v_min, v_max) - v_min) / delta_z).clamp(0, n_atoms - 1)
-    # the upper neighbour is always lower + 1 (clamped at the top), so an integer b puts weight 1 on
-    # `lower` instead of weight 0 on both neighbours
+    b = ((target_atoms.clamp(v_min, v_max) - v_min) / delta_z).clamp(0, n_atoms - 1)  # position in units of delta_z
+    # upper is lower + 1 (clamped at the top), so an integer b gives `lower` weight 1, not both neighbours weight 0
     lower = b.floor().long()
     upper = (lower + 1).clamp(max=n_atoms - 1)
     upper_weight = b - lower
@@ -267,234 +167,57 @@ def project_distribution(next_pmfs, rewards, dones, gamma, atoms):
 
 
 def steps_crossed(previous_step, step, every):
-    """How many multiples of `every` lie in (previous_step, step]: the updates a cadence owes
-    after a vector step took `global_step` from `previous_step` to `step`."""
+    """Multiples of `every` in (previous_step, step]: the updates a cadence owes after one vector step."""
     return step // every - previous_step // every
 
 
-def space_error(args, observation_space, action_space):
-    """What the script cannot handle about the env's spaces, as one line, or None."""
-    script = os.path.basename(__file__)
-    if not isinstance(action_space, gym.spaces.Discrete):
-        return f"{script} supports Discrete action spaces; {args.env_id} has {action_space}"
-    if not isinstance(observation_space, gym.spaces.Box) or len(observation_space.shape) != 1:
-        return f"{script} supports 1-D Box observations; {args.env_id} has {observation_space}"
-    return None
+def validation_error(args, env):
+    """The first reason this command line cannot run on `env`, as one line, or None (script contract §3)."""
+    obs_shape = getattr(env.observation_space, "shape", None) or ()
+    memory = args.buffer_size * (8 * int(np.prod(obs_shape)) + 16)  # obs and next_obs in float32, action, reward, done
+    sizes = ("num_envs", "buffer_size", "batch_size", "train_frequency", "target_network_frequency")
+    checks = [
+        (not isinstance(env.action_space, gym.spaces.Discrete),
+         f"{args.env_id} has {env.action_space} actions; {SCRIPT} supports Discrete ones"),
+        (not isinstance(env.observation_space, gym.spaces.Box) or len(obs_shape) != 1,
+         f"{args.env_id} has {env.observation_space} observations; {SCRIPT} supports 1-D Box ones"),
+        (min(getattr(args, k) for k in sizes) < 1, f"--{', --'.join(k.replace('_', '-') for k in sizes)} must be at least 1"),
+        (args.n_atoms < 2 or not args.v_min < args.v_max, "--n-atoms must be at least 2 and --v-min below --v-max"),
+        (memory > os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"),
+         f"the replay buffer needs {memory / 2**30:.1f} GiB, more than this machine's memory; lower --buffer-size"),
+        (not all(0 <= getattr(args, k) <= 1 for k in ("gamma", "start_e", "end_e", "exploration_fraction")),
+         "--gamma, --start-e, --end-e and --exploration-fraction must be in [0, 1]"),
+        (not 0 < args.learning_rate < 3.4e37,  # Adam's first step divides it by 0.1 in float32
+         f"--learning-rate must be positive and finite in float32, got {args.learning_rate}"),
+        (not 0 <= args.seed < 2**32, f"--seed must be in [0, 2**32 - 1], got {args.seed}"),
+        (not re.fullmatch(r"[\w.-]{1,150}", args.exp_name) or "__" in args.exp_name,
+         f"--exp-name {args.exp_name!r} must be a folder name: up to 150 letters, digits, '.', '-' and single '_'"),
+        (args.capture_video and not importlib.util.find_spec("moviepy"), "--capture-video needs moviepy: pip install moviepy"),
+    ]  # fmt: skip
+    return next((message for failed, message in checks if failed), None)
 
 
-def validation_error(args):
-    """The first problem with the command-line values as one line, or None when all is well."""
-    if not 0 <= args.seed < 2**32:
-        return f"--seed must be in [0, 2**32 - 1], got {args.seed}"
-    if "/" in args.exp_name or "__" in args.exp_name or not args.exp_name:
-        return f"--exp-name {args.exp_name!r} must be non-empty, without '/' or '__' (they split run names)"
-    run_name_bytes = len(f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}".encode())
-    if run_name_bytes > 255:
-        return f"the run name would be {run_name_bytes} bytes, more than a folder name can hold (255); shorten --exp-name"
-    for name in ("num_envs", "buffer_size", "batch_size", "train_frequency", "target_network_frequency"):
-        if getattr(args, name) < 1:
-            return f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}"
-    if args.n_atoms < 2:
-        return f"--n-atoms must be at least 2 (a support needs two ends), got {args.n_atoms}"
-    if args.buffer_size < args.batch_size:
-        return f"--buffer-size {args.buffer_size} is smaller than one batch (--batch-size {args.batch_size})"
-    if args.learning_starts < 0:
-        return f"--learning-starts must be at least 0, got {args.learning_starts}"
-    run_steps = args.total_timesteps // args.num_envs * args.num_envs  # whole vector steps
-    if run_steps // args.train_frequency <= args.learning_starts // args.train_frequency:
-        return (
-            f"--total-timesteps {args.total_timesteps} does not exceed --learning-starts {args.learning_starts} "
-            f"by a gradient step (one every --train-frequency {args.train_frequency} env steps), so no update would run"
-        )
-    for name in ("gamma", "start_e", "end_e", "exploration_fraction"):
-        if not 0.0 <= getattr(args, name) <= 1.0:
-            return f"--{name.replace('_', '-')} must be in [0, 1], got {getattr(args, name)}"
-    float32_max = float(np.finfo(np.float32).max)  # the update computes in float32
-    # Adam's first step divides the learning rate by 1 - β1 = 0.1, in float32
-    if not 0.0 < args.learning_rate <= float32_max / 10:
-        return f"--learning-rate must be positive and at most {float32_max / 10:.1e} (Adam), got {args.learning_rate}"
-    for name in ("v_min", "v_max"):
-        if not -float32_max <= getattr(args, name) <= float32_max:
-            return f"--{name.replace('_', '-')} must be finite in float32, got {getattr(args, name)}"
-    if not np.float32(args.v_min) < np.float32(args.v_max):  # distinct in float32, so atoms are spaced apart
-        return f"--v-min {args.v_min} must be below --v-max {args.v_max}"
-    if args.v_max - args.v_min > float32_max:
-        return f"the support [--v-min {args.v_min}, --v-max {args.v_max}] is wider than float32 can hold"
-    if args.upload_model:
-        error = upload_error(args)
-        if error is not None:
-            return error
-    if args.capture_video:
-        try:
-            import moviepy  # noqa: F401
-        except ImportError:
-            return "--capture-video needs moviepy (pip install moviepy)"
-    return None
-
-
-def hf_repo_id(args, entity):
-    """The Hub repository a run is pushed to, CleanRL's naming: `{entity}/{env_id}-{exp_name}-seed{seed}`."""
-    return f"{entity}/{args.env_id.replace('/', '-')}-{args.exp_name}-seed{args.seed}"
-
-
-def upload_error(args):
-    """What stops --upload-model before the run starts, as one line, or None. No network call: the token
-    is only looked up where huggingface_hub keeps it (HF_TOKEN, then the file `hf auth login` writes)."""
-    if not args.save_model:
-        return "--upload-model pushes the saved model and its evaluation; add --save-model"
-    try:
-        from huggingface_hub import get_token
-        from huggingface_hub.utils import HFValidationError, validate_repo_id
-    except ImportError:
-        return "--upload-model needs huggingface_hub (pip install huggingface-hub)"
-    repo_id = hf_repo_id(args, args.hf_entity or "user")
-    try:
-        validate_repo_id(repo_id)
-    except HFValidationError:
-        return (
-            f"{repo_id!r} is not a valid Hub repository id: a name of letters, digits, -, _ and . (no '--' or '..', "
-            "no - or . at either end), 96 characters at most; change --hf-entity or --exp-name"
-        )
-    if get_token() is None:
-        return (
-            "--upload-model needs a Hugging Face token: run `hf auth login` "
-            "(older huggingface_hub: `huggingface-cli login`) or set HF_TOKEN"
-        )
-    return None
-
-
-def model_card(args, repo_id, episodic_returns, video):
-    """The README.md of the Hub repository: metadata for the Hub, the evaluation, how to use and reproduce."""
-    import huggingface_hub
-
-    script = os.path.basename(__file__)
-    with open(__file__, "rb") as f:
-        script_sha256 = hashlib.sha256(f.read()).hexdigest()
-    mean, std = float(np.mean(episodic_returns)), float(np.std(episodic_returns))
-    command = shlex.join(["python", script, *sys.argv[1:]])
-    hyperparameters = "\n".join(f"| {key} | {value} |" for key, value in vars(args).items())
-    versions = [platform.python_version(), torch.__version__, gym.__version__, np.__version__, huggingface_hub.__version__]
-    return f"""---
-tags:
-- {args.env_id}
-- deep-reinforcement-learning
-- reinforcement-learning
-- custom-implementation
-library_name: cleanrl
-model-index:
-- name: C51
-  results:
-  - task:
-      type: reinforcement-learning
-      name: reinforcement-learning
-    dataset:
-      name: {args.env_id}
-      type: {args.env_id}
-    metrics:
-    - type: mean_reward
-      value: {mean:.2f} +/- {std:.2f}
-      name: mean_reward
-      verified: false
----
-
-# C51 agent playing {args.env_id}
-
-A C51 (categorical DQN) agent trained on `{args.env_id}` by CleanRL's single-file script
-[`{script}`]({script}), which is included in this repository with the checkpoint `{args.exp_name}.cleanrl_model`
-and the TensorBoard logs of the run.
-
-## Evaluation
-
-Episodic return over {len(episodic_returns)} evaluation episodes: **{mean:.2f} ± {std:.2f}** (mean ± std).
-{"The video `" + video + "` shows an evaluation episode." if video else ""}
-
-## Use
-
-```
-python -m cleanrl_utils.enjoy --exp-name {args.exp_name} --hf-repository {repo_id}
-```
-
-## Reproduce
-
-```
-{command}
-```
-
-## Hyperparameters
-
-| param | value |
-|-|-|
-{hyperparameters}
-
-## Versions
-
-| python | torch | gymnasium | numpy | huggingface_hub | {script} sha256 |
-|-|-|-|-|-|-|
-| {" | ".join(versions)} | {script_sha256} |
-"""
-
-
-def push_to_hub(args, run_name, episodic_returns, attempts=3):
-    """Pushes the run to the Hub in one commit: checkpoint, model card (also written to runs/{run_name}/README.md),
-    the last evaluation video as replay.mp4, the TensorBoard events and this script. Commits are not retried by
-    huggingface_hub, so network errors, 5xx and 429 are retried here (`attempts` in all, waiting 1 s, 2 s, ...);
-    other client errors (401, 403, 404) are raised at once. Returns the repository's url."""
-    from huggingface_hub import CommitOperationAdd, HfApi
-
-    api = HfApi()  # the endpoint (HF_ENDPOINT) and the token (HF_TOKEN or the saved one) come from huggingface_hub
-    run_dir = f"runs/{run_name}"
-    video_dir = f"videos/{run_name}-eval"
-    videos = sorted(
-        (name for name in os.listdir(video_dir) if name.endswith(".mp4")) if os.path.isdir(video_dir) else [],
-        key=lambda name: [int(n) for n in re.findall(r"\d+", name)],
-    )
-    files = {f"{args.exp_name}.cleanrl_model": f"{run_dir}/{args.exp_name}.cleanrl_model"}
-    files |= {name: f"{run_dir}/{name}" for name in sorted(os.listdir(run_dir)) if name.startswith("events.out.tfevents")}
-    files[os.path.basename(__file__)] = __file__
-    if videos:
-        files["replay.mp4"] = f"{video_dir}/{videos[-1]}"
-    for attempt in range(1, attempts + 1):
-        try:
-            repo_id = hf_repo_id(args, args.hf_entity or api.whoami()["name"])
-            card_path = f"{run_dir}/README.md"
-            with open(card_path, "w") as f:
-                f.write(model_card(args, repo_id, episodic_returns, "replay.mp4" if videos else None))
-            repo_url = api.create_repo(repo_id, exist_ok=True)
-            operations = [CommitOperationAdd(path_in_repo, local) for path_in_repo, local in files.items()]
-            operations.append(CommitOperationAdd("README.md", card_path))
-            api.create_commit(repo_id, operations, commit_message=f"{args.exp_name} on {args.env_id}: run {run_name}")
-            return str(repo_url)
-        except Exception as e:
-            status = getattr(getattr(e, "response", None), "status_code", None)
-            if attempt == attempts or (status is not None and status < 500 and status != 429):
-                raise
-            time.sleep(2 ** (attempt - 1))
+def fail(message):
+    """Stops before anything is created: one line on stderr, exit code 2."""
+    print(f"{SCRIPT}: {message}", file=sys.stderr)
+    sys.exit(2)
 
 
 def evaluate(model_path, eval_episodes, run_name, device, epsilon=0.05, capture_video=False):
     """Runs the saved Q-network ε-greedily for `eval_episodes` episodes; returns their episodic returns."""
     checkpoint = torch.load(model_path, map_location=device, weights_only=True)
-    saved = checkpoint["args"]
-    envs = make_vector_env(saved["env_id"], 1, capture_video, f"{run_name}-eval")
-    envs.action_space.seed(saved["seed"] + 100_000)
-    q_network = QNetwork(
-        envs.single_observation_space.shape[0],
-        envs.single_action_space.n,
-        n_atoms=saved["n_atoms"],
-        v_min=saved["v_min"],
-        v_max=saved["v_max"],
-    ).to(device)
+    env_id, seed = checkpoint["args"]["env_id"], checkpoint["args"]["seed"] + 100_000
+    envs = make_env(env_id, 1, capture_video, f"{run_name}-eval")
+    envs.action_space.seed(seed)
+    saved = {k: checkpoint["args"][k] for k in ("n_atoms", "v_min", "v_max")}
+    q_network = QNetwork(envs.single_observation_space.shape[0], envs.single_action_space.n, **saved).to(device)
     q_network.load_state_dict(checkpoint["model"])
-    q_network.eval()
-    obs, _ = envs.reset(seed=saved["seed"] + 100_000)
+    obs, _ = envs.reset(seed=seed)
     episodic_returns = []
     while len(episodic_returns) < eval_episodes:
-        if random.random() < epsilon:
-            actions = envs.action_space.sample()
-        else:
-            with torch.no_grad():
-                actions, _ = q_network.get_action(torch.as_tensor(obs, dtype=torch.float32, device=device))
-            actions = actions.cpu().numpy()
+        with torch.no_grad():
+            greedy, _ = q_network.get_action(torch.as_tensor(obs, dtype=torch.float32, device=device))
+        actions = envs.action_space.sample() if random.random() < epsilon else greedy.cpu().numpy()
         obs, _, _, _, infos = envs.step(actions)
         if "final_info" in infos and "episode" in infos["final_info"]:
             episodic_returns.append(float(infos["final_info"]["episode"]["r"][0]))
@@ -503,29 +226,48 @@ def evaluate(model_path, eval_episodes, run_name, device, epsilon=0.05, capture_
 
 
 if __name__ == "__main__":
-    import tyro
-
     args = tyro.cli(Args)
-    if args.capture_video:
-        os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # rgb_array rendering needs no display
-    # command-line values first, then the env (making it can already write files, e.g. MuJoCo's log)
-    error = validation_error(args)
-    if error is None:
-        try:
-            probe_env = gym.make(args.env_id)
-        except Exception as e:  # unknown ids, missing modules or extras: all mean this env cannot be made
-            error = f"cannot make {args.env_id!r}: {e}"
-        else:
-            error = space_error(args, probe_env.observation_space, probe_env.action_space)
-            if error is None:
-                error = replay_memory_error(args, probe_env.observation_space.shape)
-            probe_env.close()
-    if error is not None:
-        print(f"{os.path.basename(__file__)}: {error}", file=sys.stderr)
-        sys.exit(2)
+    try:  # unknown ids, missing modules or extras all mean this env cannot be made
+        env = gym.make(args.env_id)
+    except Exception as e:
+        fail(f"cannot make {args.env_id!r}: {e}")
+    if error := validation_error(args, env):
+        fail(error)
+    if args.upload_model:  # the Hub upload is shared plumbing, in cleanrl_utils/huggingface.py
+        hub = importlib.util.find_spec("cleanrl_utils") and importlib.import_module("cleanrl_utils.huggingface")
+        error = hub.upload_error(args) if hub else "--upload-model needs cleanrl_utils (pip install -e . in a cleanrl clone)"
+        if error:
+            fail(error)
     num_iterations = args.total_timesteps // args.num_envs
     if args.total_timesteps % args.num_envs != 0:
         print(f"running {num_iterations * args.num_envs} steps: --total-timesteps rounded down to whole vector steps")
+    if num_iterations * args.num_envs // args.train_frequency <= args.learning_starts // args.train_frequency:
+        print(f"{SCRIPT}: warning: the run ends before its first gradient step (--learning-starts {args.learning_starts})")
+    if args.capture_video:
+        os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # rgb_array rendering needs no display
+
+    run_time = int(time.time())
+    while os.path.exists(f"runs/{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"):
+        run_time += 1  # a run that started in the same second owns that name
+    run_name = f"{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"
+    if args.track:
+        import wandb
+
+        try:
+            wandb.init(project=args.wandb_project_name, entity=args.wandb_entity, name=run_name, config=vars(args),
+                       sync_tensorboard=True, save_code=True)  # fmt: skip
+        except Exception as e:  # not logged in, no network, unknown entity: stop before anything is written
+            reason = (str(e).splitlines() or [type(e).__name__])[0]
+            fail(f"--track could not start a W&B run ({reason}); run `wandb login` or set WANDB_MODE=offline")
+    writer = SummaryWriter(f"runs/{run_name}")
+    table = "\n".join(f"|{key}|{value}|" for key, value in vars(args).items())
+    writer.add_text("hyperparameters", f"|param|value|\n|-|-|\n{table}")
+    uploaded_videos = set()
+
+    def upload_videos(folder):  # W&B gets each finished video once (RecordVideo has no W&B hook)
+        for path in sorted(set(glob.glob(f"{folder}/*.mp4")) - uploaded_videos) if args.track else []:
+            uploaded_videos.add(path)
+            wandb.log({"videos": wandb.Video(path, format="mp4")})
 
     random.seed(args.seed)
     np.random.seed(args.seed)
@@ -533,76 +275,20 @@ if __name__ == "__main__":
     torch.backends.cudnn.deterministic = args.torch_deterministic
     device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
 
-    run_time = int(time.time())
-    while True:  # another run that started in the same second already owns that name: take the next second
-        run_name = f"{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"
-        try:
-            os.makedirs(f"runs/{run_name}")
-            break
-        except FileExistsError:
-            run_time += 1
-    if args.track:
-        import wandb
-
-        try:
-            wandb.init(
-                project=args.wandb_project_name,
-                entity=args.wandb_entity,
-                sync_tensorboard=True,
-                config=vars(args),
-                name=run_name,
-                save_code=True,
-            )
-        except Exception as e:  # not logged in, no network, unknown entity: stop before anything is written
-            os.rmdir(f"runs/{run_name}")
-            if not os.listdir("runs"):
-                os.rmdir("runs")
-            reason = (str(e).splitlines() or [type(e).__name__])[0]
-            print(
-                f"{os.path.basename(__file__)}: --track could not start a W&B run ({reason}); "
-                "run `wandb login` or set WANDB_MODE=offline",
-                file=sys.stderr,
-            )
-            sys.exit(2)
-    writer = SummaryWriter(f"runs/{run_name}")
-    writer.add_text(
-        "hyperparameters",
-        "|param|value|\n|-|-|\n" + "\n".join(f"|{key}|{value}|" for key, value in vars(args).items()),
-    )
-    uploaded_videos = set()
-
-    def upload_new_videos(video_dir):
-        # W&B gets each finished video once, explicitly (gym's RecordVideo has no W&B hook).
-        if args.track and os.path.isdir(video_dir):
-            for name in sorted(os.listdir(video_dir)):
-                path = os.path.join(video_dir, name)  # the eval videos reuse the training videos' names
-                if name.endswith(".mp4") and path not in uploaded_videos:
-                    uploaded_videos.add(path)
-                    wandb.log({"videos": wandb.Video(path, format="mp4")})
-
-    envs = make_vector_env(args.env_id, args.num_envs, args.capture_video, run_name)
+    envs = make_env(args.env_id, args.num_envs, args.capture_video, run_name)
     envs.action_space.seed(args.seed)
 
-    network_shape = dict(
-        obs_dim=envs.single_observation_space.shape[0],
-        n_actions=envs.single_action_space.n,
-        n_atoms=args.n_atoms,
-        v_min=args.v_min,
-        v_max=args.v_max,
-    )
-    q_network = QNetwork(**network_shape).to(device)
-    # the paper's Adam epsilon, scaled to the batch (0.01 / 32 on Atari)
-    optimizer = optim.Adam(q_network.parameters(), lr=args.learning_rate, eps=0.01 / args.batch_size)
-    target_network = QNetwork(**network_shape).to(device)
+    network_args = (envs.single_observation_space.shape[0], envs.single_action_space.n, args.n_atoms, args.v_min, args.v_max)
+    q_network = QNetwork(*network_args).to(device)
+    optimizer = optim.Adam(q_network.parameters(), lr=args.learning_rate, eps=0.01 / args.batch_size)  # the paper's 0.01 / 32
+    target_network = QNetwork(*network_args).to(device)
     target_network.load_state_dict(q_network.state_dict())
 
     rb = ReplayBuffer(args.buffer_size, envs.single_observation_space.shape, device)
     exploration_steps = args.exploration_fraction * args.total_timesteps
 
-    global_step = 0
-    num_updates = 0
-    start_time = time.time()
-    last_print = start_time
+    global_step, num_updates = 0, 0
+    start_time = last_print = time.time()
     recent_returns = deque(maxlen=20)
     obs, _ = envs.reset(seed=args.seed)
     for iteration in range(num_iterations):
@@ -618,8 +304,6 @@ if __name__ == "__main__":
         next_obs, rewards, terminations, truncations, infos = envs.step(actions)
         previous_step, global_step = global_step, global_step + args.num_envs
 
-        # where an episode ended, next_obs already starts the next one; the buffer takes the true last
-        # observation from final_obs
         rb.add(obs, actions, rewards, terminations, truncations, next_obs, infos.get("final_obs"))
         if "final_info" in infos and "episode" in infos["final_info"]:
             episode = infos["final_info"]["episode"]
@@ -639,38 +323,32 @@ if __name__ == "__main__":
                 _, old_pmfs = q_network.get_action(b_obs, b_actions)
                 # cross-entropy; the clamp keeps log() finite where the network puts (almost) no mass
                 loss = -(target_pmfs * torch.log(old_pmfs.clamp(min=1e-5, max=1 - 1e-5))).sum(-1).mean()
-                # one sync per gradient step: stop before a non-finite loss reaches the weights
-                if not torch.isfinite(loss):
-                    script = os.path.basename(__file__)
-                    print(f"{script}: non-finite loss at global_step {global_step}; stopping", file=sys.stderr)
+                if not torch.isfinite(loss):  # one sync per gradient step: stop before NaN reaches the weights
                     writer.close()
-                    envs.close()
-                    sys.exit(1)
+                    sys.exit(f"{SCRIPT}: non-finite loss at global_step {global_step}; stopping")
                 optimizer.zero_grad()
                 loss.backward()
                 optimizer.step()
                 num_updates += 1
 
                 if num_updates % 100 == 0:
-                    sps = int(global_step / (time.time() - start_time))
                     old_val = (old_pmfs.detach() * q_network.atoms).sum(1)
                     writer.add_scalar("losses/loss", loss.item(), global_step)
                     writer.add_scalar("losses/q_values", old_val.mean().item(), global_step)
                     writer.add_scalar("charts/epsilon", epsilon, global_step)
-                    writer.add_scalar("charts/SPS", sps, global_step)
+                    writer.add_scalar("charts/SPS", int(global_step / (time.time() - start_time)), global_step)
 
-            # a hard copy: several owed copies in one vector step are the same single copy
-            if steps_crossed(previous_step, global_step, args.target_network_frequency) > 0:
+            if steps_crossed(previous_step, global_step, args.target_network_frequency) > 0:  # owed copies are one copy
                 target_network.load_state_dict(q_network.state_dict())
 
         if time.time() - last_print > 10 or iteration == num_iterations - 1:
             last_print = time.time()
-            sps = int(global_step / (time.time() - start_time))
             recent = f"{np.mean(recent_returns):.2f}" if recent_returns else "n/a"
+            sps = int(global_step / (time.time() - start_time))
             print(f"global_step={global_step}, episodic_return(last {len(recent_returns)})={recent}, SPS={sps}", flush=True)
-            upload_new_videos(f"videos/{run_name}")
+            upload_videos(f"videos/{run_name}")
     envs.close()  # RecordVideo writes the video of an episode still running when it closes
-    upload_new_videos(f"videos/{run_name}")
+    upload_videos(f"videos/{run_name}")
 
     if args.save_model:
         model_path = f"runs/{run_name}/{args.exp_name}.cleanrl_model"
@@ -680,20 +358,10 @@ if __name__ == "__main__":
         for idx, episodic_return in enumerate(episodic_returns):
             writer.add_scalar("eval/episodic_return", episodic_return, idx)
         print(f"eval/episodic_return over {len(episodic_returns)} episodes: {np.mean(episodic_returns):.2f}")
-        upload_new_videos(f"videos/{run_name}-eval")
+        upload_videos(f"videos/{run_name}-eval")
 
     writer.close()
     if args.track:
         wandb.finish()
     if args.upload_model:  # last, so that a failed upload leaves every local result written
-        try:
-            repo_url = push_to_hub(args, run_name, episodic_returns)
-        except Exception as e:
-            reason = (str(e).splitlines() or [""])[0] or type(e).__name__
-            print(
-                f"{os.path.basename(__file__)}: --upload-model could not push the run to the Hub ({reason}); "
-                f"everything is kept in runs/{run_name}",
-                file=sys.stderr,
-            )
-            sys.exit(1)
-        print(f"model uploaded to {repo_url}")
+        hub.push_to_hub(args, run_name, episodic_returns, __file__, "C51", "categorical DQN")

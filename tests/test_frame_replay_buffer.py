@@ -1,6 +1,8 @@
 """The frame-level Atari replay memory: each frame stored once, stacks rebuilt exactly as the env
 made them, no transition across an episode boundary, nothing sampled before its successor exists."""
 
+import inspect
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -16,6 +18,24 @@ def script_or_skip(name):
         return load_script(name)
     except FileNotFoundError:
         pytest.skip(f"{name}.py not written yet")
+
+
+def short_breakout():
+    """Breakout with a short time limit (raw frames), so its episodes are truncated as well as terminated (life loss)."""
+    env_id = "BreakoutShortNoFrameskip-v4"
+    if env_id not in gym.registry:
+        spec = gym.spec("BreakoutNoFrameskip-v4")
+        gym.register(env_id, entry_point=spec.entry_point, kwargs=spec.kwargs, max_episode_steps=150)
+    return env_id
+
+
+def vector_env(module, env_id, num_envs):
+    """The script's vector env: `make_env(env_id, num_envs, ...)` makes it whole; a thunk-style `make_env(env_id, idx,
+    ...)` gives the sub-envs."""
+    if "num_envs" in inspect.signature(module.make_env).parameters:
+        return module.make_env(env_id, num_envs, False, "test")
+    thunks = [module.make_env(env_id, i, False, "test") for i in range(num_envs)]
+    return gym.vector.SyncVectorEnv(thunks, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
 
 
 def frames_of(values):
@@ -76,15 +96,7 @@ def test_a_wrapped_buffer_never_samples_stacks_that_reach_into_newer_frames():
 def test_rebuilt_stacks_equal_the_env_observations_on_a_real_game(script):
     module = script_or_skip(script)
     num_envs, capacity, steps = 2, 120, 400
-
-    def thunk(i):
-        def make():
-            # a short time limit adds truncations to Breakout's life losses (terminations)
-            return gym.wrappers.TimeLimit(module.make_env("BreakoutNoFrameskip-v4", i, False, "test")(), 37)
-
-        return make
-
-    envs = gym.vector.SyncVectorEnv([thunk(i) for i in range(num_envs)], autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
+    envs = vector_env(module, short_breakout(), num_envs)  # truncations as well as life losses (terminations)
     envs.action_space.seed(0)
     rb = module.ReplayBuffer(num_envs * capacity, num_envs, (84, 84), 4, torch.device("cpu"))
     obs, _ = envs.reset(seed=0)
@@ -124,14 +136,15 @@ def test_rebuilt_stacks_equal_the_env_observations_on_a_real_game(script):
     assert b_obs.shape == b_next_obs.shape == (64, 4, 84, 84) and b_obs.dtype == torch.uint8
 
 
-def test_memory_estimate_and_refusal():
-    dqn_atari = load_script("dqn_atari")
-    assert dqn_atari.ReplayBuffer.bytes_per_slot((84, 84)) == 84 * 84 + 18
-
-    class Args:
-        buffer_size = 1_000_000
-        num_envs = 1
-
-    assert dqn_atari.replay_memory_error(Args()) is None or "lower --buffer-size" in dqn_atari.replay_memory_error(Args())
-    Args.buffer_size = 10**12  # 7 PB
-    assert "lower --buffer-size" in dqn_atari.replay_memory_error(Args())
+@pytest.mark.parametrize("name", ["dqn_atari", "c51_atari"])
+def test_memory_estimate_and_refusal(name):
+    module = load_script(name)
+    assert module.SLOT_BYTES == 84 * 84 + 18  # a uint8 frame, an int64 action, float32 reward and done, two flags
+    rb = module.ReplayBuffer(1000, 1, (84, 84), 4, torch.device("cpu"))
+    assert sum(a.nbytes for a in vars(rb).values() if isinstance(a, np.ndarray) and a.shape[:2] == (1, 1000)) == 1000 * 7074
+    env = gym.make("BreakoutNoFrameskip-v4")
+    error = module.validation_error(module.Args(), env)  # 1M frames: 6.6 GiB
+    assert error is None or "more than this machine's memory; lower --buffer-size" in error
+    error = module.validation_error(module.Args(buffer_size=10**12), env)  # 6.4 PiB
+    assert error == "the replay buffer needs 6588175.9 GiB, more than this machine's memory; lower --buffer-size"
+    env.close()

@@ -65,59 +65,74 @@ def test_non_finite_loss_stops_the_run_with_its_step(workdir, fork_script):
     assert only_run_dir(workdir).exists()
 
 
+ATARI_SMALL = ["--buffer-size", 100]
+
+
+@pytest.mark.parametrize(
+    "script,flags,warning",
+    [  # CleanRL's own smoke commands, then one that ends exactly at learning_starts, and one below PQN's first batch
+        ("dqn.py", ["--learning-starts", 200, "--total-timesteps", 205], "(--learning-starts 200)"),
+        ("c51.py", ["--save-model", "--learning-starts", 200, "--total-timesteps", 205], "(--learning-starts 200)"),
+        ("dqn.py", ["--total-timesteps", 201, "--learning-starts", 200, "--train-frequency", 1, "--num-envs", 2],
+         "(--learning-starts 200)"),
+        *[(s, ["--total-timesteps", 40, "--learning-starts", 40, *ATARI_SMALL], "(--learning-starts 40)") for s in ATARI],
+        ("pqn.py", ["--total-timesteps", 10], "(one batch is 512 steps)"),
+    ],  # fmt: skip
+)
+def test_a_run_without_a_gradient_step_runs_with_one_warning(script, flags, warning, workdir, fork_script):
+    result = fork_script(script, *flags, cwd=workdir, timeout=300)
+    check_ok(result)
+    expected = f"{script}: warning: the run ends before its first gradient step {warning}"
+    assert [line for line in result.stdout.splitlines() if "warning" in line] == [expected]
+    assert read_scalars(str(only_run_dir(workdir)), TAGS[script][0])[0].size == 0
+    if "--save-model" in flags:  # the untrained network is still saved and evaluated
+        assert len(read_scalars(str(only_run_dir(workdir)), "eval/episodic_return")[0]) == 10
+
+
 WRONG_SPACE = {
-    "dqn.py": ("Pendulum-v1", "dqn.py supports Discrete action spaces; Pendulum-v1 has Box(-2.0, 2.0, (1,), float32)"),
-    "c51.py": ("Pendulum-v1", "c51.py supports Discrete action spaces; Pendulum-v1 has Box(-2.0, 2.0, (1,), float32)"),
-    "pqn.py": ("Pendulum-v1", "pqn.py supports Discrete action spaces; Pendulum-v1 has Box(-2.0, 2.0, (1,), float32)"),
+    s: ("Pendulum-v1", f"Pendulum-v1 has Box(-2.0, 2.0, (1,), float32) actions; {s} supports Discrete ones")
+    for s in ("dqn.py", "c51.py", "pqn.py")
 }
 WRONG_SPACE |= {s: ("CartPole-v1", "CartPole-v1 is not an ale-py Atari game") for s in ATARI}
 UNKNOWN_ENV = {s: "BreakoutNoFrameskip-v9" if s in ATARI else "CartPol-v1" for s in ALL}
+RANGES = {s: "--gamma, --start-e, --end-e and --exploration-fraction must be in [0, 1]" for s in ALL}
+RANGES |= {"pqn.py": "--gamma, --q-lambda, --start-e, --end-e and --exploration-fraction must be in [0, 1]"}
+RANGES |= {"rainbow_atari.py": "must be in [0, 1]"}  # Rainbow explores with noisy layers: no ε
+OFF_POLICY_SIZES = "--num-envs, --buffer-size, --batch-size, --train-frequency, --target-network-frequency"
+SIZES = {s: f"{OFF_POLICY_SIZES} must be at least 1" for s in ALL}
+SIZES |= {"pqn.py": "--num-envs, --num-steps, --num-minibatches, --update-epochs must be at least 1"}
+SIZES |= {"rainbow_atari.py": f"{OFF_POLICY_SIZES}, --n-step must be at least 1"}
+FOLDER_NAME = "must be a folder name: up to 150 letters, digits, '.', '-' and single '_'"
 COMMON_BAD = [
-    (["--gamma", 1.5], "--gamma must be in [0, 1]"),
-    (["--learning-rate", 0], "--learning-rate must be positive and "),
-    (["--learning-rate", "nan"], "--learning-rate must be positive and "),
-    (["--num-envs", 0], "--num-envs must be at least 1, got 0"),
-    (["--exp-name", "x" * 300], "more than a folder name can hold (255); shorten --exp-name"),
+    (["--gamma", 1.5], RANGES),
+    (["--learning-rate", 0], "--learning-rate must be positive and finite in float32, got 0.0"),
+    (["--learning-rate", "nan"], "--learning-rate must be positive and finite in float32, got nan"),
+    (["--num-envs", 0], SIZES),
+    (["--exp-name", "x" * 300], FOLDER_NAME),
+    (["--exp-name", "sweep/a"], f"--exp-name 'sweep/a' {FOLDER_NAME}"),
     (["--upload-model", "--no-save-model"], "--upload-model pushes the saved model and its evaluation; add --save-model"),
-    (["--seed", -1], "--seed must be in [0, 2**32 - 1]"),
-    (["--exp-name", "sweep/a"], "--exp-name 'sweep/a' must be non-empty, without '/' or '__'"),
+    (["--seed", -1], "--seed must be in [0, 2**32 - 1], got -1"),
     (["--env-id", "no_such_module:Foo-v0"], "cannot make 'no_such_module:Foo-v0': No module named 'no_such_module'"),
 ]
-OFF_POLICY_BAD = [
-    (["--buffer-size", 16, "--batch-size", 32], "--buffer-size 16 is smaller than one batch (--batch-size 32)"),
-    (["--total-timesteps", 1000, "--learning-starts", 1000], "does not exceed --learning-starts 1000"),
-    (["--train-frequency", 0], "--train-frequency must be at least 1"),
-]
-DISTRIBUTIONAL_BAD = [
-    (["--n-atoms", 1], "--n-atoms must be at least 2"),
-    (["--v-min", 10, "--v-max", -10], "--v-min"),
-]
-EPSILON_BAD = [  # every script but Rainbow, which explores with noisy layers
-    (["--end-e", -0.1], "--end-e must be in [0, 1]"),
-    (["--exploration-fraction", 2], "--exploration-fraction must be in [0, 1]"),
-]
-CASES = [(s, list(f), m) for s in ALL for f, m in COMMON_BAD]
-CASES += [(s, list(f), m) for s in ALL if s != "rainbow_atari.py" for f, m in EPSILON_BAD]
-CASES += [(s, list(f), m) for s in ALL if s != "pqn.py" for f, m in OFF_POLICY_BAD]
-CASES += [(s, list(f), m) for s in ("c51.py", "c51_atari.py", "rainbow_atari.py") for f, m in DISTRIBUTIONAL_BAD]
-CASES += [(s, ["--tau", 0], "--tau must be in (0, 1]") for s in ("dqn.py", "dqn_atari.py")]
-# Adam's first step would overflow float32 (lr / 0.1)
-CASES += [(s, ["--learning-rate", 1e38], "at most 3.4e+37 (Adam), got 1e+38") for s in ALL if s != "pqn.py"]
-# 10001 steps with 2 envs run 10000, no more than learning_starts: not one gradient step
-CASES += [
-    (s, ["--total-timesteps", 10005, "--learning-starts", 10000, "--train-frequency", 10], "by a gradient step")
-    for s in ALL
-    if s != "pqn.py"
-]
-CASES += [("dqn.py", ["--total-timesteps", 10001, "--learning-starts", 10000, "--num-envs", 2], "by a gradient step")]
+CASES = [(s, list(f), m if isinstance(m, str) else m[s]) for s in ALL for f, m in COMMON_BAD]
+EPSILON_BAD = [["--end-e", -0.1], ["--exploration-fraction", 2]]  # every script but Rainbow, which has no ε
+CASES += [(s, flags, RANGES[s]) for s in ALL if s != "rainbow_atari.py" for flags in EPSILON_BAD]
+CASES += [(s, ["--train-frequency", 0], SIZES[s]) for s in ALL if s != "pqn.py"]
+CASES += [(s, ["--n-atoms", 1], "--n-atoms must be at least 2") for s in ("c51.py", "c51_atari.py", "rainbow_atari.py")]
+CASES += [(s, ["--v-min", 10, "--v-max", -10], "--v-min") for s in ("c51.py", "c51_atari.py", "rainbow_atari.py")]
+# Adam's first step divides the learning rate by 0.1: past 3.4e37 it overflows float32
+ADAM_OVERFLOW = "--learning-rate must be positive and finite in float32, got 1e+38"
+CASES += [(s, ["--learning-rate", 1e38], ADAM_OVERFLOW) for s in ALL if s != "pqn.py"]
 CASES += [(s, ["--env-id", env_id], m) for s, (env_id, m) in WRONG_SPACE.items()]
 CASES += [(s, ["--env-id", env_id], "doesn't exist") for s, env_id in UNKNOWN_ENV.items()]
-CASES += [(s, ["--buffer-size", 10**13], "lower --buffer-size") for s in ALL if s != "pqn.py"]
+CASES += [(s, ["--buffer-size", 10**13], "more than this machine's memory; lower --buffer-size") for s in ALL if s != "pqn.py"]
+FEW_FRAMES = "--buffer-size 18 leaves a sub-env fewer than 10 frames"
+CASES += [(s, ["--buffer-size", 18, "--num-envs", 2], FEW_FRAMES) for s in ("dqn_atari.py", "c51_atari.py")]
 CASES += [
-    ("pqn.py", ["--num-minibatches", 3], "does not split into --num-minibatches 3"),
-    ("pqn.py", ["--total-timesteps", 10], "below one batch"),
-    ("pqn.py", ["--q-lambda", 1.5], "--q-lambda must be in [0, 1]"),
-]
+    ("pqn.py", ["--num-minibatches", 3], "the batch of 512 steps (--num-envs x --num-steps) does not split into --num-mini"),
+    ("pqn.py", ["--q-lambda", 1.5], RANGES["pqn.py"]),
+    ("pqn.py", ["--num-minibatches", 0], SIZES["pqn.py"]),
+]  # fmt: skip
 
 
 @pytest.mark.parametrize("script,flags,message", CASES, ids=[f"{s}:{' '.join(map(str, f))}" for s, f, _ in CASES])
