@@ -88,16 +88,17 @@ class Args:
 
 
 def make_env(env_id, num_envs, capture_video, run_name):
-    """`num_envs` copies of the env, with SAME_STEP autoreset: a sub-env whose episode ends resets within the same
-    `step`, which returns its true last observation in info["final_obs"]. Sub-env 0 films with --capture-video."""
-
     def thunk(idx):
-        env = gym.make(env_id, render_mode="rgb_array" if capture_video and idx == 0 else None)
-        env = gym.wrappers.RecordVideo(env, f"videos/{run_name}") if capture_video and idx == 0 else env
+        if capture_video and idx == 0:
+            env = gym.make(env_id, render_mode="rgb_array")
+            env = gym.wrappers.RecordVideo(env, f"videos/{run_name}")
+        else:
+            env = gym.make(env_id)
         return gym.wrappers.RecordEpisodeStatistics(env)
 
-    envs = [functools.partial(thunk, i) for i in range(num_envs)]
-    return gym.vector.SyncVectorEnv(envs, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
+    # SAME_STEP autoreset: a sub-env whose episode ends resets within `step`, its true last observation in info["final_obs"]
+    thunks = [functools.partial(thunk, i) for i in range(num_envs)]
+    return gym.vector.SyncVectorEnv(thunks, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
 
 
 class QNetwork(nn.Module):
@@ -197,8 +198,7 @@ def validation_error(args, env):
     return next((message for failed, message in checks if failed), None)
 
 
-def fail(message):
-    """Stops before anything is created: one line on stderr, exit code 2."""
+def fail(message):  # stops before anything is created: one line on stderr, exit code 2
     print(f"{SCRIPT}: {message}", file=sys.stderr)
     sys.exit(2)
 
@@ -238,13 +238,10 @@ if __name__ == "__main__":
         error = hub.upload_error(args) if hub else "--upload-model needs cleanrl_utils (pip install -e . in a cleanrl clone)"
         if error:
             fail(error)
-    num_iterations = args.total_timesteps // args.num_envs
-    if args.total_timesteps % args.num_envs != 0:
-        print(f"running {num_iterations * args.num_envs} steps: --total-timesteps rounded down to whole vector steps")
+    num_iterations = args.total_timesteps // args.num_envs  # whole vector steps (rounded down)
     if num_iterations * args.num_envs // args.train_frequency <= args.learning_starts // args.train_frequency:
         print(f"{SCRIPT}: warning: the run ends before its first gradient step (--learning-starts {args.learning_starts})")
-    if args.capture_video:
-        os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # rgb_array rendering needs no display
+    os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # rendering videos needs no display
 
     run_time = int(time.time())
     while os.path.exists(f"runs/{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"):

@@ -85,16 +85,17 @@ class Args:
 
 
 def make_env(env_id, num_envs, capture_video, run_name):
-    """`num_envs` copies of the env, with SAME_STEP autoreset: a sub-env whose episode ends resets within the same
-    `step`, which returns its true last observation in info["final_obs"]. Sub-env 0 films with --capture-video."""
-
     def thunk(idx):
-        env = gym.make(env_id, render_mode="rgb_array" if capture_video and idx == 0 else None)
-        env = gym.wrappers.RecordVideo(env, f"videos/{run_name}") if capture_video and idx == 0 else env
+        if capture_video and idx == 0:
+            env = gym.make(env_id, render_mode="rgb_array")
+            env = gym.wrappers.RecordVideo(env, f"videos/{run_name}")
+        else:
+            env = gym.make(env_id)
         return gym.wrappers.RecordEpisodeStatistics(env)
 
-    envs = [functools.partial(thunk, i) for i in range(num_envs)]
-    return gym.vector.SyncVectorEnv(envs, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
+    # SAME_STEP autoreset: a sub-env whose episode ends resets within `step`, its true last observation in info["final_obs"]
+    thunks = [functools.partial(thunk, i) for i in range(num_envs)]
+    return gym.vector.SyncVectorEnv(thunks, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
 
 
 def layer_init(layer, std=np.sqrt(2), bias_const=0.0):
@@ -166,8 +167,7 @@ def validation_error(args, env):
     return next((message for failed, message in checks if failed), None)
 
 
-def fail(message):
-    """Stops before anything is created: one line on stderr, exit code 2."""
+def fail(message):  # stops before anything is created: one line on stderr, exit code 2
     print(f"{SCRIPT}: {message}", file=sys.stderr)
     sys.exit(2)
 
@@ -208,13 +208,10 @@ if __name__ == "__main__":
             fail(error)
     args.batch_size = int(args.num_envs * args.num_steps)
     args.minibatch_size = int(args.batch_size // args.num_minibatches)
-    args.num_iterations = args.total_timesteps // args.batch_size
-    if args.total_timesteps % args.batch_size != 0:
-        print(f"running {args.num_iterations * args.batch_size} steps: --total-timesteps rounded down to whole batches")
+    args.num_iterations = args.total_timesteps // args.batch_size  # whole batches (rounded down)
     if args.num_iterations == 0:
         print(f"{SCRIPT}: warning: the run ends before its first gradient step (one batch is {args.batch_size} steps)")
-    if args.capture_video:
-        os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # rgb_array rendering needs no display
+    os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # rendering videos needs no display
 
     run_time = int(time.time())
     while os.path.exists(f"runs/{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"):
