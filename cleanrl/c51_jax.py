@@ -1,10 +1,10 @@
 # Categorical DQN (C51) for Discrete actions on vector observations (classic control): the JAX version of c51.py.
 # Paper: Bellemare, Dabney & Munos 2017, "A Distributional Perspective on Reinforcement Learning" (ICML).
-# The Q-network predicts, per action, a probability mass over `n_atoms` fixed returns on [v_min, v_max]; the target
-# r + γ Z(s', a*) is projected back onto that support and learnt by cross-entropy. CleanRL's published classic-control
-# defaults (101 atoms on [-100, 100], a 120-84 MLP instead of the paper's Atari setting). An episode cut by a time
-# limit is not terminal: its transition stores the true final observation as next_obs and bootstraps from it.
-# Evaluation acts ε-greedily with ε = 0.05.
+# For every action the network predicts a probability mass over `n_atoms` fixed returns on [v_min, v_max]; the target
+# r + γ Z(s', a*) is projected back onto that support and learned by cross-entropy. CleanRL's published defaults.
+# Deliberate differences from the paper: the classic-control support and network instead of the Atari ones; an episode
+# cut by a time limit is not terminal: its transition stores the true final observation as next_obs and bootstraps
+# from it. Evaluation acts ε-greedily with ε = 0.05.
 # Only the framework differs from c51.py: Flax/Optax, jitted steps, Flax's default initialisation, a msgpack checkpoint.
 import functools
 import glob
@@ -88,15 +88,17 @@ class Args:
 
 
 def make_env(env_id, num_envs, capture_video, run_name):
-    """`num_envs` copies of the env; SAME_STEP autoreset: an ended sub-env resets in the same `step` (last obs: final_obs)"""
-
     def thunk(idx):
-        env = gym.make(env_id, render_mode="rgb_array" if capture_video and idx == 0 else None)
-        env = gym.wrappers.RecordVideo(env, f"videos/{run_name}") if capture_video and idx == 0 else env
+        if capture_video and idx == 0:
+            env = gym.make(env_id, render_mode="rgb_array")
+            env = gym.wrappers.RecordVideo(env, f"videos/{run_name}")
+        else:
+            env = gym.make(env_id)
         return gym.wrappers.RecordEpisodeStatistics(env)
 
-    envs = [functools.partial(thunk, i) for i in range(num_envs)]
-    return gym.vector.SyncVectorEnv(envs, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
+    # SAME_STEP autoreset: a sub-env whose episode ends resets within `step`, its true last observation in info["final_obs"]
+    thunks = [functools.partial(thunk, i) for i in range(num_envs)]
+    return gym.vector.SyncVectorEnv(thunks, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
 
 
 class QNetwork(nn.Module):
@@ -158,27 +160,20 @@ def epsilon_schedule(start_e, end_e, duration, t):
 
 
 def project_distribution(next_pmfs, rewards, dones, gamma, atoms):
-    """The categorical projection of r + γ (1 - done) Z' onto the support `atoms` (Algorithm 1 of the paper).
-
-    `next_pmfs` (B, n_atoms) is the target distribution of the next state's greedy action, `rewards` and `dones`
-    (termination only, so truncations bootstrap) are (B,), `atoms` (n_atoms,) is evenly spaced and increasing. Each
-    shifted atom is clamped to [v_min, v_max] and its mass split between its two neighbours on the support by
-    closeness; one landing exactly on a support point gives it all its mass. Returns (B, n_atoms) pmfs.
-    """
-    n_atoms = atoms.shape[0]
-    v_min, v_max = atoms[0], atoms[-1]
+    """The projection of r + γ (1 - done) Z' onto the evenly spaced support `atoms` (Algorithm 1 of the paper), as (B,
+    n_atoms) pmfs: each shifted atom, clamped to [v_min, v_max], splits its mass between its two neighbours on the support
+    by closeness (all of it to a point it lands on). `next_pmfs` (B, n_atoms); `rewards`, `dones` (termination) (B,)."""
+    n_atoms, v_min, v_max = atoms.shape[0], atoms[0], atoms[-1]
     delta_z = (v_max - v_min) / (n_atoms - 1)
     target_atoms = rewards[:, None] + gamma * (1.0 - dones[:, None]) * atoms[None, :]
-    b = jnp.clip((jnp.clip(target_atoms, v_min, v_max) - v_min) / delta_z, 0, n_atoms - 1)  # in units of delta_z
-    # upper is always lower + 1 (clamped at the top), so an integer b puts weight 1 on `lower`, not 0 on both
+    b = jnp.clip((jnp.clip(target_atoms, v_min, v_max) - v_min) / delta_z, 0, n_atoms - 1)  # position in units of delta_z
+    # upper is lower + 1 (clamped at the top), so an integer b gives `lower` weight 1, not both neighbours weight 0
     lower = jnp.floor(b).astype(jnp.int32)
     upper = jnp.minimum(lower + 1, n_atoms - 1)
     upper_weight = b - lower
     rows = jnp.arange(len(next_pmfs))[:, None]
-    target_pmfs = jnp.zeros_like(next_pmfs)
-    target_pmfs = target_pmfs.at[rows, lower].add(next_pmfs * (1.0 - upper_weight))
-    target_pmfs = target_pmfs.at[rows, upper].add(next_pmfs * upper_weight)
-    return target_pmfs
+    target_pmfs = jnp.zeros_like(next_pmfs).at[rows, lower].add(next_pmfs * (1.0 - upper_weight))
+    return target_pmfs.at[rows, upper].add(next_pmfs * upper_weight)
 
 
 def steps_crossed(previous_step, step, every):
@@ -197,8 +192,7 @@ def validation_error(args, env):
         (not isinstance(env.observation_space, gym.spaces.Box) or len(obs_shape) != 1,
          f"{args.env_id} has {env.observation_space} observations; {SCRIPT} supports 1-D Box ones"),
         (min(getattr(args, k) for k in sizes) < 1, f"--{', --'.join(k.replace('_', '-') for k in sizes)} must be at least 1"),
-        (args.n_atoms < 2, f"--n-atoms must be at least 2 (a support needs two ends), got {args.n_atoms}"),
-        (not args.v_min < args.v_max, f"--v-min {args.v_min} must be below --v-max {args.v_max}"),
+        (args.n_atoms < 2 or not args.v_min < args.v_max, "--n-atoms must be at least 2 and --v-min below --v-max"),
         (memory > os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"),
          f"the replay buffer needs {memory / 2**30:.1f} GiB, more than this machine's memory; lower --buffer-size"),
         (not all(0 <= getattr(args, k) <= 1 for k in ("gamma", "start_e", "end_e", "exploration_fraction")),
@@ -213,7 +207,7 @@ def validation_error(args, env):
     return next((message for failed, message in checks if failed), None)
 
 
-def fail(message):
+def fail(message):  # stops before anything is created: one line on stderr, exit code 2
     print(f"{SCRIPT}: {message}", file=sys.stderr)
     sys.exit(2)
 
@@ -225,8 +219,8 @@ def evaluate(model_path, eval_episodes, run_name, epsilon=0.05, capture_video=Fa
     env_id, seed = checkpoint["args"]["env_id"], checkpoint["args"]["seed"] + 100_000
     envs = make_env(env_id, 1, capture_video, f"{run_name}-eval")
     envs.action_space.seed(seed)
-    q_network = QNetwork(envs.single_action_space.n, *(checkpoint["args"][k] for k in ("n_atoms", "v_min", "v_max")))
-    params = checkpoint["model"]
+    saved = {k: checkpoint["args"][k] for k in ("n_atoms", "v_min", "v_max")}
+    q_network, params = QNetwork(envs.single_action_space.n, **saved), checkpoint["model"]
     greedy_actions = jax.jit(lambda params, obs: q_network.apply(params, obs, method=QNetwork.get_action)[0])
     obs, _ = envs.reset(seed=seed)
     episodic_returns = []
@@ -252,13 +246,10 @@ if __name__ == "__main__":
         error = hub.upload_error(args) if hub else "--upload-model needs cleanrl_utils (pip install -e . in a cleanrl clone)"
         if error:
             fail(error)
-    num_iterations = args.total_timesteps // args.num_envs
-    if args.total_timesteps % args.num_envs != 0:
-        print(f"running {num_iterations * args.num_envs} steps: --total-timesteps rounded down to whole vector steps")
+    num_iterations = args.total_timesteps // args.num_envs  # whole vector steps (rounded down)
     if num_iterations * args.num_envs // args.train_frequency <= args.learning_starts // args.train_frequency:
         print(f"{SCRIPT}: warning: the run ends before its first gradient step (--learning-starts {args.learning_starts})")
-    if args.capture_video:
-        os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # rgb_array rendering needs no display
+    os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # rendering videos needs no display
 
     run_time = int(time.time())
     while os.path.exists(f"runs/{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"):
@@ -274,7 +265,8 @@ if __name__ == "__main__":
             reason = (str(e).splitlines() or [type(e).__name__])[0]
             fail(f"--track could not start a W&B run ({reason}); run `wandb login` or set WANDB_MODE=offline")
     writer = SummaryWriter(f"runs/{run_name}")
-    writer.add_text("hyperparameters", "|param|value|\n|-|-|\n" + "\n".join(f"|{k}|{v}|" for k, v in vars(args).items()))
+    table = "\n".join(f"|{key}|{value}|" for key, value in vars(args).items())
+    writer.add_text("hyperparameters", f"|param|value|\n|-|-|\n{table}")
     uploaded_videos = set()
 
     def upload_videos(folder):  # W&B gets each finished video once (RecordVideo has no W&B hook)
@@ -291,9 +283,8 @@ if __name__ == "__main__":
 
     q_network = QNetwork(envs.single_action_space.n, args.n_atoms, args.v_min, args.v_max)
     q_params = jax.jit(q_network.init)(q_key, np.zeros((1,) + envs.single_observation_space.shape, np.float32))
-    q_state = QNetworkState.create(apply_fn=q_network.apply, params=q_params, target_params=q_params,
-                                   tx=optax.adam(learning_rate=args.learning_rate, eps=0.01 / args.batch_size))  # fmt: skip
-
+    tx = optax.adam(learning_rate=args.learning_rate, eps=0.01 / args.batch_size)  # the paper's 0.01 / 32
+    q_state = QNetworkState.create(apply_fn=q_network.apply, params=q_params, target_params=q_params, tx=tx)
     greedy_actions = jax.jit(lambda params, obs: q_network.apply(params, obs, method=QNetwork.get_action)[0])
 
     @jax.jit
@@ -307,8 +298,7 @@ if __name__ == "__main__":
             return -(target_pmfs * jnp.log(jnp.clip(old_pmfs, 1e-5, 1 - 1e-5))).sum(-1).mean(), old_pmfs
 
         (loss, old_pmfs), grads = jax.value_and_grad(cross_entropy, has_aux=True)(q_state.params)
-        old_val = (old_pmfs * q_network.atoms).sum(1)
-        return q_state.apply_gradients(grads=grads), loss, old_val.mean()
+        return q_state.apply_gradients(grads=grads), loss, (old_pmfs * q_network.atoms).sum(1).mean()
 
     rb = ReplayBuffer(args.buffer_size, envs.single_observation_space.shape)
     exploration_steps = args.exploration_fraction * args.total_timesteps
@@ -353,7 +343,7 @@ if __name__ == "__main__":
                     writer.add_scalar("charts/epsilon", epsilon, global_step)
                     writer.add_scalar("charts/SPS", int(global_step / (time.time() - start_time)), global_step)
 
-            if steps_crossed(previous_step, global_step, args.target_network_frequency) > 0:  # a hard copy
+            if steps_crossed(previous_step, global_step, args.target_network_frequency) > 0:  # owed copies are one copy
                 q_state = q_state.replace(target_params=q_state.params)
 
         if time.time() - last_print > 10 or iteration == num_iterations - 1:

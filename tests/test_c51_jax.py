@@ -66,7 +66,7 @@ def test_copied_file_runs_every_output_path_with_the_same_values(default_run, tm
     [
         (["--env-id", "Pendulum-v1"], "Pendulum-v1 has Box(-2.0, 2.0, (1,), float32) actions; c51_jax.py supports Discrete"),
         (["--n-atoms", 1], "--n-atoms must be at least 2"),
-        (["--v-min", 10, "--v-max", -10], "--v-min 10.0 must be below --v-max -10.0"),
+        (["--v-min", 10, "--v-max", -10], "--n-atoms must be at least 2 and --v-min below --v-max"),
         (["--gamma", 1.5], "--gamma, --start-e, --end-e and --exploration-fraction must be in [0, 1]"),
     ],
 )
