@@ -7,7 +7,7 @@ import pytest
 
 from budgets import VALUE_BASED_TINY as TINY
 from cleanrl_utils.report import read_scalars
-from conftest import check_ok, check_refused, only_run_dir, run_script
+from conftest import check_ok, check_refused, only_run_dir
 
 ALL = list(TINY)
 ATARI = [s for s in ALL if "atari" in s]
@@ -48,12 +48,6 @@ def test_cadences_do_not_depend_on_num_envs(script, workdir, fork_script):
         steps, _ = read_scalars(str(only_run_dir(run_dir)), TAGS[script][0])
         points.append(len(steps))
     assert points == [9, 9]
-
-
-def test_rounding_to_whole_vector_steps_says_so(workdir):
-    result = run_script("dqn.py", *TINY["dqn.py"][2:], "--total-timesteps", 701, "--num-envs", 2, cwd=workdir)
-    check_ok(result)
-    assert "running 700 steps: --total-timesteps rounded down to whole vector steps" in result.stdout
 
 
 def test_non_finite_loss_stops_the_run_with_its_step(workdir, fork_script):
