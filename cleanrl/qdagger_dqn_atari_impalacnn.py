@@ -1,14 +1,11 @@
-# QDagger: a DQN student with the IMPALA CNN learns from a DQN teacher (Nature CNN) on Atari games through ale-py.
-# Papers: Agarwal et al. 2022, "Reincarnating Reinforcement Learning" (NeurIPS); Espeholt et al. 2018, "IMPALA" (ICML);
-# Mnih et al. 2015 (Nature) for DQN and its preprocessing. CleanRL's defaults. Phases: score the teacher (saved by
-# dqn_atari.py --save-model, or CleanRL's on the Hub); it plays --teacher-steps ε-greedily into a replay memory; the
-# student trains --offline-steps on it with TD + distillation loss, then online with TD + λ_t distillation, λ_t =
-# max(1 - G_student / G_teacher, 0) over the last --distill-window episodes. As CleanRL (not the paper): a fresh memory
-# for the teacher, the distillation KL summed over the batch, the online ε schedule and learning_starts on a clock
-# starting at --offline-steps. Deliberate differences from CleanRL: λ_t = 0 ends distillation for good (the paper's
-# 1_{t < t0}); λ_t = (G_teacher - G_student) / |G_teacher| (negative teacher returns); online global_step from 0;
-# offline evaluations every --offline-eval-frequency and at the end; --num-envs > 1; dqn_atari.py's fixes (truncation
-# is not terminal, frames stored once, v5 ids skip frames once). Evaluations act with ε = end-e.
+# QDagger: a DQN student (IMPALA CNN) learns from a DQN teacher (Nature CNN) on Atari. Papers: Agarwal et al. 2022,
+# "Reincarnating Reinforcement Learning" (NeurIPS); Espeholt et al. 2018, "IMPALA" (ICML). CleanRL's defaults. Phases: score
+# the teacher (saved by dqn_atari.py --save-model, or CleanRL's on the Hub); it plays --teacher-steps ε-greedily into a fresh
+# replay memory; the student trains --offline-steps on it with TD + distillation loss, then online with TD + λ_t distillation,
+# λ_t = max(1 - G_student / G_teacher, 0) over the last --distill-window episodes. As CleanRL: the KL summed over the batch;
+# the online ε schedule and learning_starts on a clock starting at --offline-steps. Deliberate differences from CleanRL:
+# λ_t = 0 ends distillation for good (the paper's 1_{t < t0}); λ_t = (G_teacher - G_student) / |G_teacher|; online
+# global_step from 0; offline evaluations; --num-envs > 1; dqn_atari.py's fixes. Evaluations act with ε = end-e.
 import functools
 import glob
 import importlib.util
@@ -19,7 +16,6 @@ import sys
 import time
 from collections import deque
 from dataclasses import dataclass
-from typing import Optional
 
 import ale_py
 import gymnasium as gym
@@ -27,8 +23,8 @@ import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-import torch.optim as optim
 import tyro
+from stable_baselines3.common.atari_wrappers import ClipRewardEnv, EpisodicLifeEnv, FireResetEnv, NoopResetEnv
 from torch.utils.tensorboard import SummaryWriter
 
 gym.register_envs(ale_py)
@@ -51,7 +47,7 @@ class Args:
     """if toggled, this experiment will be tracked with Weights and Biases"""
     wandb_project_name: str = "cleanRL"
     """the wandb's project name"""
-    wandb_entity: Optional[str] = None
+    wandb_entity: str | None = None
     """the entity (team) of wandb's project"""
     capture_video: bool = False
     """whether to capture videos of the agent performances (check out `videos` folder)"""
@@ -91,9 +87,9 @@ class Args:
     train_frequency: int = 4
     """the frequency of training (env steps per gradient step)"""
 
-    teacher_model_path: Optional[str] = None
+    teacher_model_path: str | None = None
     """a teacher saved by dqn_atari.py --save-model (or a bare dqn_atari state_dict); None: download it from the Hub"""
-    teacher_policy_hf_repo: Optional[str] = None
+    teacher_policy_hf_repo: str | None = None
     """the Hugging Face Hub repo of the teacher (None: cleanrl/{env_id}-{teacher_model_exp_name}-seed1)"""
     teacher_model_exp_name: str = "dqn_atari"
     """the experiment name of the teacher; the Hub file is {teacher_model_exp_name}.cleanrl_model"""
@@ -113,76 +109,29 @@ class Args:
     """the recent training episodes whose mean return is compared with the teacher's"""
 
 
-class NoopResetEnv(gym.Wrapper):  # starts every game with a random number (1 to 30) of NOOPs
-    def reset(self, **kwargs):
-        obs, info = self.env.reset(**kwargs)
-        for _ in range(self.unwrapped.np_random.integers(1, 31)):
-            obs, _, terminated, truncated, info = self.env.step(0)
-            if terminated or truncated:
-                obs, info = self.env.reset()
-        return obs, info
-
-
-class EpisodicLifeEnv(gym.Wrapper):  # a lost life is terminal for the agent; the game resets only when it is over
-    lives, game_over = 0, True  # until the first reset
-
-    def step(self, action):
-        obs, reward, terminated, truncated, info = self.env.step(action)
-        self.game_over, lives = terminated or truncated, self.unwrapped.ale.lives()
-        terminated, self.lives = terminated or 0 < lives < self.lives, lives
-        return obs, reward, terminated, truncated, info
-
-    def reset(self, **kwargs):
-        if self.game_over:
-            obs, info = self.env.reset(**kwargs)
-        else:  # a lost life: carry on from the current game state with one NOOP
-            obs, _, terminated, truncated, info = self.env.step(0)
-            if terminated or truncated:
-                obs, info = self.env.reset(**kwargs)
-        self.lives = self.unwrapped.ale.lives()
-        return obs, info
-
-
-class FireResetEnv(gym.Wrapper):  # presses FIRE, then UP, after every reset, for games that wait for FIRE to start
-    def reset(self, **kwargs):
-        self.env.reset(**kwargs)
-        for action in (1, 2):
-            obs, _, terminated, truncated, info = self.env.step(action)
-            if terminated or truncated:
-                obs, info = self.env.reset()
-        return obs, info
-
-
 def make_env(env_id, num_envs, capture_video, run_name):
-    """`num_envs` copies of the game with DQN's preprocessing, with SAME_STEP autoreset: a sub-env whose episode ends
-    resets within the same `step`, which returns its true last observation in info["final_obs"]."""
-
-    def thunk(idx):
-        # v5 (and plain v4) ids skip frames inside ALE; here frames are skipped once, by MaxAndSkip
-        env = gym.make(env_id, frameskip=1, render_mode="rgb_array" if capture_video and idx == 0 else None)
-        env = gym.wrappers.RecordVideo(env, f"videos/{run_name}") if capture_video and idx == 0 else env
-        # statistics of the raw game (its score), before life loss and reward clipping; lengths count frames
-        env = NoopResetEnv(gym.wrappers.RecordEpisodeStatistics(env))
+    def thunk(idx):  # frameskip=1: v5 (and plain v4) ids skip frames inside ALE; here MaxAndSkip skips them once
+        if capture_video and idx == 0:
+            env = gym.make(env_id, frameskip=1, render_mode="rgb_array")
+            env = gym.wrappers.RecordVideo(env, f"videos/{run_name}")
+        else:
+            env = gym.make(env_id, frameskip=1)
+        env = NoopResetEnv(gym.wrappers.RecordEpisodeStatistics(env), noop_max=30)  # stats of the raw game: its score
         env = EpisodicLifeEnv(gym.wrappers.MaxAndSkipObservation(env, skip=4))
-        env = FireResetEnv(env) if "FIRE" in env.unwrapped.get_action_meanings() else env
-        env = gym.wrappers.TransformReward(env, lambda reward: float(np.sign(reward)))
+        env = ClipRewardEnv(FireResetEnv(env) if "FIRE" in env.unwrapped.get_action_meanings() else env)
         env = gym.wrappers.GrayscaleObservation(gym.wrappers.ResizeObservation(env, (84, 84)))
         return gym.wrappers.FrameStackObservation(env, 4)
 
-    envs = [functools.partial(thunk, i) for i in range(num_envs)]
-    return gym.vector.SyncVectorEnv(envs, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
+    thunks = [functools.partial(thunk, i) for i in range(num_envs)]  # SAME_STEP: true last obs in info["final_obs"]
+    return gym.vector.SyncVectorEnv(thunks, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
 
 
-class TeacherQNetwork(nn.Module):
-    """dqn_atari.py's QNetwork (the Nature CNN), layer for layer, so its saved weights load as they are."""
-
+class TeacherQNetwork(nn.Module):  # dqn_atari.py's QNetwork (Nature CNN), layer for layer: its saved weights load as they are
     def __init__(self, n_actions):
         super().__init__()
-        self.network = nn.Sequential(
-            nn.Conv2d(4, 32, 8, stride=4), nn.ReLU(), nn.Conv2d(32, 64, 4, stride=2), nn.ReLU(),
-            nn.Conv2d(64, 64, 3, stride=1), nn.ReLU(), nn.Flatten(),
-            nn.Linear(3136, 512), nn.ReLU(), nn.Linear(512, n_actions),
-        )  # fmt: skip
+        self.network = nn.Sequential(nn.Conv2d(4, 32, 8, stride=4), nn.ReLU(), nn.Conv2d(32, 64, 4, stride=2), nn.ReLU(),
+                                     nn.Conv2d(64, 64, 3, stride=1), nn.ReLU(), nn.Flatten(),
+                                     nn.Linear(3136, 512), nn.ReLU(), nn.Linear(512, n_actions))  # fmt: skip
 
     def forward(self, x):
         return self.network(x / 255.0)
@@ -198,9 +147,7 @@ class ResidualBlock(nn.Module):
         return x + self.conv1(F.relu(self.conv0(F.relu(x))))
 
 
-class ConvSequence(nn.Module):
-    """One IMPALA stage: a 3x3 convolution, a 3x3 max-pool of stride 2 (H and W halved, rounding up), two residual blocks."""
-
+class ConvSequence(nn.Module):  # an IMPALA stage: a 3x3 conv, a 3x3 max-pool of stride 2 (H, W halved, rounding up), 2 blocks
     def __init__(self, input_shape, out_channels):
         super().__init__()
         self.input_shape, self.out_channels = input_shape, out_channels
@@ -215,9 +162,7 @@ class ConvSequence(nn.Module):
         return (self.out_channels, (h + 1) // 2, (w + 1) // 2)
 
 
-class QNetwork(nn.Module):
-    """The student: the IMPALA CNN (stages of 16, 32 and 32 channels) with a 256-unit hidden layer."""
-
+class QNetwork(nn.Module):  # the student: the IMPALA CNN (stages of 16, 32 and 32 channels) with a 256-unit hidden layer
     def __init__(self, n_actions, obs_shape=(4, 84, 84)):
         super().__init__()
         shape, layers = obs_shape, []
@@ -232,24 +177,21 @@ class QNetwork(nn.Module):
 
 
 class ReplayBuffer:
-    """Each frame stored once, frame stacks rebuilt when sampled. Sub-env e writes a circular stream of `buffer_size //
-    num_envs` slots: an observation's newest frame and, once acted on, the action, clipped reward and termination. An
-    ended episode's true final frame takes the next slot, the next episode's first frame (flagged `first`) the one after.
-    The stack ending at slot j is frames j-3..j, frames before the episode's first repeating it (FrameStackObservation's
-    padding). Only slots whose successor is stored and whose stack is intact are sampled: none spans two episodes."""
+    """Each frame stored once, stacks rebuilt when sampled: sub-env e writes a ring of `buffer_size // num_envs` slots, each
+    an observation's newest frame and the action, clipped reward and termination taken from it (final frames get one too)."""
 
     def __init__(self, buffer_size, num_envs, frame_shape, stack_size, device):
         self.num_envs, self.capacity, self.stack_size, self.device = num_envs, buffer_size // num_envs, stack_size, device
         shape = (num_envs, self.capacity)
-        self.frames = np.zeros(shape + frame_shape, dtype=np.uint8)
-        self.actions = np.zeros(shape, dtype=np.int64)
+        self.frames, self.actions = np.zeros(shape + frame_shape, dtype=np.uint8), np.zeros(shape, dtype=np.int64)
         self.rewards, self.dones = np.zeros(shape, dtype=np.float32), np.zeros(shape, dtype=np.float32)
-        self.first, self.can_sample = np.zeros(shape, dtype=bool), np.zeros(shape, dtype=bool)
+        self.age, self.can_sample = np.zeros(shape, dtype=np.int8), np.zeros(shape, dtype=bool)  # age: frames into the episode
         self.newest, self.filled = np.full(num_envs, -1), np.zeros(num_envs, dtype=np.int64)  # last slot written, slots used
 
-    def _write_frame(self, env, frame, first):
-        slot = self.newest[env] = (self.newest[env] + 1) % self.capacity
-        self.frames[env, slot], self.first[env, slot], self.can_sample[env, slot] = frame, first, False  # old one gone
+    def _write_frame(self, env, frame, first):  # into the oldest slot: the transition it held is gone
+        previous, slot = self.newest[env], (self.newest[env] + 1) % self.capacity
+        self.age[env, slot] = 0 if first else min(self.age[env, previous] + 1, self.stack_size - 1)
+        self.frames[env, slot], self.can_sample[env, slot], self.newest[env] = frame, False, slot
         self.filled[env] = min(self.filled[env] + 1, self.capacity)
 
     def start(self, obs):  # the first observations (num_envs, stack, H, W), from `envs.reset`
@@ -257,34 +199,24 @@ class ReplayBuffer:
             self._write_frame(env, obs[env, -1], first=True)
 
     def add(self, actions, rewards, terminations, truncations, next_obs, final_obs):
-        """One vector step from the observations stored last; where sub-env e's episode ended, `next_obs[e]` starts the
-        next one and `final_obs[e]` is the true last observation."""
-        for env in range(self.num_envs):
-            slot, ended = self.newest[env], terminations[env] or truncations[env]
-            self.actions[env, slot], self.rewards[env, slot] = actions[env], rewards[env]
-            self.dones[env, slot] = terminations[env]
+        for e in range(self.num_envs):
+            slot, ended = self.newest[e], terminations[e] or truncations[e]
+            self.actions[e, slot], self.rewards[e, slot], self.dones[e, slot] = actions[e], rewards[e], terminations[e]
             if ended:
-                self._write_frame(env, final_obs[env][-1], first=False)
-            self.can_sample[env, slot] = True
-            self._write_frame(env, next_obs[env, -1], first=ended)
+                self._write_frame(e, final_obs[e][-1], first=False)
+            self.can_sample[e, slot] = True
+            self._write_frame(e, next_obs[e, -1], first=ended)
 
     def stacks(self, env, slot):  # the observations (B, stack, H, W) whose newest frames are at `slot` of sub-envs `env`
-        idx = np.empty((len(slot), self.stack_size), dtype=np.int64)
-        idx[:, -1] = slot
-        for k in range(self.stack_size - 2, -1, -1):
-            later = idx[:, k + 1]  # at an episode's first frame, repeat it instead of reaching into the one before
-            idx[:, k] = np.where(self.first[env, later], later, (later - 1) % self.capacity)
-        return self.frames[env[:, None], idx]
+        # no further back than the episode's first frame, which repeats as FrameStackObservation pads
+        back = np.minimum(np.arange(self.stack_size - 1, -1, -1), self.age[env, slot][:, None])
+        return self.frames[env[:, None], (slot[:, None] - back) % self.capacity]
 
-    def sampleable(self, env, slot):
-        """Whether each (env, slot) starts a stored transition with intact stacks (once full, the slots just after the
-        newest are the oldest: their stacks would reach into the newest frames)."""
-        age_gap = (slot - self.newest[env]) % self.capacity
-        full = self.filled[env] == self.capacity
-        return self.can_sample[env, slot] & ~(full & (age_gap >= 1) & (age_gap < self.stack_size))
+    def sampleable(self, env, slot):  # a stored transition with whole stacks (once full, the oldest slots' stacks are not)
+        gap = (slot - self.newest[env]) % self.capacity
+        return self.can_sample[env, slot] & ~((self.filled[env] == self.capacity) & (gap >= 1) & (gap < self.stack_size))
 
-    def sample(self, batch_size):
-        """`batch_size` transitions drawn uniformly, with replacement, among the sampleable ones, as tensors."""
+    def sample(self, batch_size):  # uniformly, with replacement, among the sampleable slots
         env, slot, todo = np.zeros(batch_size, dtype=np.int64), np.zeros(batch_size, dtype=np.int64), np.arange(batch_size)
         while len(todo) > 0:  # draws that hit a slot that cannot be sampled are drawn again
             env[todo] = np.random.randint(0, self.num_envs, size=len(todo))
@@ -295,18 +227,15 @@ class ReplayBuffer:
         return tuple(torch.as_tensor(x, device=self.device) for x in (*data, self.dones[env, slot]))
 
 
-def epsilon_schedule(start_e, end_e, duration, t):
-    """ε at env step `t`: linear from `start_e` to `end_e` over `duration` steps (0: `end_e` at once), then flat."""
+def epsilon_schedule(start_e, end_e, duration, t):  # linear from start_e to end_e over `duration` steps, then flat
     return end_e if duration <= 0 else start_e + (end_e - start_e) * min(t / duration, 1.0)
 
 
-def td_target(rewards, next_q_max, dones, gamma):
-    """r + γ (1 - done) max_a' Q_target(s', a'), all (B,); `dones` is termination only, so truncations bootstrap."""
+def td_target(rewards, next_q_max, dones, gamma):  # `dones` is termination only, so truncations bootstrap
     return rewards + gamma * next_q_max * (1.0 - dones)
 
 
-def steps_crossed(previous_step, step, every):
-    """Multiples of `every` in (previous_step, step]: the updates a cadence owes after one vector step."""
+def steps_crossed(previous_step, step, every):  # multiples of `every` in (previous_step, step]: the updates a cadence owes
     return step // every - previous_step // every
 
 
@@ -318,9 +247,8 @@ def distillation_loss(teacher_q_values, student_q_values, temperature):
 
 
 def distill_coefficient(recent_returns, teacher_return, window):
-    """λ_t: how far the mean return of the last `window` training episodes is behind the teacher's, as a fraction of
-    |G_teacher|, floored at 0; 1 until `window` episodes finished. A teacher return of 0 gives 1 while the student
-    scores below 0, else 0."""
+    """λ_t: how far the mean return of the last `window` episodes is behind the teacher's, as a fraction of |G_teacher|,
+    floored at 0; 1 until `window` episodes finished. A teacher return of 0 gives 1 while the student scores below 0."""
     if len(recent_returns) < window:
         return 1.0
     student_return = float(np.mean(list(recent_returns)[-window:]))
@@ -330,8 +258,7 @@ def distill_coefficient(recent_returns, teacher_return, window):
 
 
 def teacher_weights(checkpoint, n_actions, env_id, source):
-    """(state_dict, None) for a teacher saved by dqn_atari.py --save-model ({"model": ..., "args": ...}) or a bare
-    state_dict (CleanRL's Hub files), or (None, one line saying what is wrong with it and how to fix that)."""
+    """(state_dict, None) for a dqn_atari.py checkpoint or a bare state_dict (the Hub's), or (None, what is wrong, the fix)."""
     fix = f"pass a checkpoint saved by dqn_atari.py --save-model on {env_id} with --teacher-model-path"
     state_dict, saved_args = checkpoint, {}
     if isinstance(checkpoint, dict) and "model" in checkpoint:
@@ -350,8 +277,7 @@ def teacher_weights(checkpoint, n_actions, env_id, source):
 
 
 def load_teacher(args, n_actions):
-    """(state_dict, source, None) of the teacher at --teacher-model-path, else of CleanRL's on the Hugging Face Hub
-    (the algorithm's input: the download needs huggingface_hub), or (None, source, why it cannot be had)."""
+    """(state_dict, source, None) of the teacher at --teacher-model-path, else CleanRL's on the Hub; or (None, source, why)."""
     fix = "pass a checkpoint saved by dqn_atari.py --save-model with --teacher-model-path"
     repo = args.teacher_policy_hf_repo or f"cleanrl/{args.env_id}-{args.teacher_model_exp_name}-seed1"
     path = source = args.teacher_model_path or f"{repo}/{args.teacher_model_exp_name}.cleanrl_model"
@@ -374,8 +300,7 @@ def load_teacher(args, n_actions):
     return state_dict, source, error
 
 
-def validation_error(args, env):
-    """The first reason this command line cannot run on `env`, as one line, or None (script contract §3)."""
+def validation_error(args, env):  # the first reason this command line cannot run on `env`, as one line, or None
     memory = args.buffer_size * SLOT_BYTES
     sizes = ("num_envs", "buffer_size", "batch_size", "train_frequency", "target_network_frequency", "teacher_eval_episodes",
              "offline_eval_frequency", "distill_window")  # fmt: skip
@@ -401,8 +326,7 @@ def validation_error(args, env):
     return next((message for failed, message in checks if failed), None)
 
 
-def fail(message):
-    """Stops before anything is created: one line on stderr, exit code 2."""
+def fail(message):  # stops before anything is created: one line on stderr, exit code 2
     print(f"{SCRIPT}: {message}", file=sys.stderr)
     sys.exit(2)
 
@@ -452,13 +376,10 @@ if __name__ == "__main__":
     if error:
         fail(error)
     teacher_iterations = args.teacher_steps // args.num_envs if args.offline_steps > 0 else 0
-    num_iterations = args.total_timesteps // args.num_envs
-    if args.total_timesteps % args.num_envs != 0:
-        print(f"running {num_iterations * args.num_envs} steps: --total-timesteps rounded down to whole vector steps")
+    num_iterations = args.total_timesteps // args.num_envs  # whole vector steps: rounds down
     online_learning_starts = args.learning_starts - args.offline_steps  # the online clock starts at offline_steps
     if num_iterations * args.num_envs // args.train_frequency <= max(online_learning_starts, 0) // args.train_frequency:
         print(f"{SCRIPT}: warning: the run ends before its first online gradient step (its clock starts at --offline-steps)")
-
     run_time = int(time.time())
     while os.path.exists(f"runs/{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"):
         run_time += 1  # a run that started in the same second owns that name
@@ -473,8 +394,7 @@ if __name__ == "__main__":
             reason = (str(e).splitlines() or [type(e).__name__])[0]
             fail(f"--track could not start a W&B run ({reason}); run `wandb login` or set WANDB_MODE=offline")
     writer = SummaryWriter(f"runs/{run_name}")
-    table = "\n".join(f"|{key}|{value}|" for key, value in vars(args).items())
-    writer.add_text("hyperparameters", f"|param|value|\n|-|-|\n{table}")
+    writer.add_text("hyperparameters", "|param|value|\n|-|-|\n" + "\n".join(f"|{k}|{v}|" for k, v in vars(args).items()))
     uploaded_videos = set()
 
     def upload_videos(folder):  # W&B gets each finished video once (RecordVideo has no W&B hook)
@@ -496,19 +416,19 @@ if __name__ == "__main__":
     teacher = TeacherQNetwork(n_actions).to(device)
     teacher.load_state_dict(teacher_state_dict)
     q_network = QNetwork(n_actions).to(device)
-    optimizer = optim.Adam(q_network.parameters(), lr=args.learning_rate)
+    optimizer = torch.optim.Adam(q_network.parameters(), lr=args.learning_rate)
     target_network = QNetwork(n_actions).to(device)
     target_network.load_state_dict(q_network.state_dict())
 
     # phase 1: the teacher's score, the bar the student's training returns are measured against
     eval_envs = make_env(args.env_id, 1, False, run_name)
-    ale = eval_envs.envs[0].unwrapped.ale
-    print(f"{args.env_id}: frame skip 4, sticky-action probability {ale.getFloat('repeat_action_probability'):g}")
+    # one replay memory at a time: the teacher's, then the student's
+    frames, ale = args.buffer_size // args.num_envs * args.num_envs, eval_envs.envs[0].unwrapped.ale
+    print(f"{args.env_id}: frame skip 4, sticky-action probability {ale.getFloat('repeat_action_probability'):g}; "
+          f"replay buffer: {frames} frames x {SLOT_BYTES} B = {frames * SLOT_BYTES / 2**30:.2f} GiB when full")  # fmt: skip
     teacher_return = float(np.mean(play(teacher, eval_envs, args.teacher_eval_episodes, args.end_e, device, eval_seed)))
     writer.add_scalar("charts/teacher/avg_episodic_return", teacher_return, 0)
     print(f"teacher {teacher_source}: mean episodic return {teacher_return:.2f} over {args.teacher_eval_episodes} games")
-    frames = args.buffer_size // args.num_envs * args.num_envs  # one memory at a time: the teacher's, then the student's
-    print(f"replay buffer: {frames} frames x {SLOT_BYTES} B = {frames * SLOT_BYTES / 2**30:.2f} GiB when full")
     if args.offline_steps > 0:
         # phase 2: the teacher plays, ε-greedily with ε from start-e to end-e, into the offline replay memory
         teacher_envs = make_env(args.env_id, args.num_envs, args.capture_video, f"{run_name}-teacher")
@@ -587,8 +507,7 @@ if __name__ == "__main__":
     envs.action_space.seed(args.seed)
     rb = ReplayBuffer(args.buffer_size, args.num_envs, (84, 84), 4, device)
     exploration_steps = args.exploration_fraction * args.total_timesteps
-    global_step, num_updates, distill_coeff, log_due = 0, 0, 1.0, False
-    recent_returns = deque(maxlen=args.distill_window)
+    global_step, num_updates, distill_coeff, log_due, recent_returns = 0, 0, 1.0, False, deque(maxlen=args.distill_window)
     start_time = last_print = time.time()
     obs, _ = envs.reset(seed=args.seed)
     rb.start(obs)
