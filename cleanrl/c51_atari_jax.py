@@ -1,11 +1,6 @@
-# Categorical DQN (C51) for Atari games through ale-py, with the Nature-CNN torso: the JAX version of c51_atari.py.
-# Paper: Bellemare, Dabney & Munos 2017, "A Distributional Perspective on Reinforcement Learning" (ICML): per action, a
-# probability mass over 51 fixed returns on [-10, 10]; the target r + γ Z(s', a*) is projected back onto that support and
-# learnt by cross-entropy. Preprocessing of Mnih et al. 2015 (Nature); Machado et al. 2018 (JAIR) for the v5 ids.
-# CleanRL's published defaults. Deliberate differences from the paper: an episode cut by a time limit is not terminal;
-# the logged return is the game score; the replay memory stores each frame once (about 7 GB for 1M transitions instead
-# of 56 GB); `ALE/*-v5` ids get frameskip=1, so frames are skipped once. Evaluation: ε = 0.05.
-# Only the framework differs from c51_atari.py: Flax/Optax, jitted steps, Flax's default init, a msgpack checkpoint.
+# C51 for Atari: Bellemare et al. 2017, "A Distributional Perspective on Reinforcement Learning" (ICML); CleanRL's defaults.
+# Deliberate changes: time limits are not terminal; game scores logged; frames stored once (7 GB, not 56 GB, for 1M).
+# The JAX version of c51_atari.py; only the framework differs: Flax/Optax, jitted steps, Flax's init, a msgpack file.
 import functools
 import glob
 import importlib.util
@@ -16,7 +11,6 @@ import sys
 import time
 from collections import deque
 from dataclasses import dataclass
-from typing import Optional
 
 import ale_py
 import flax
@@ -28,6 +22,7 @@ import numpy as np
 import optax
 import tyro
 from flax.training.train_state import TrainState
+from stable_baselines3.common.atari_wrappers import ClipRewardEnv, EpisodicLifeEnv, FireResetEnv, NoopResetEnv
 from torch.utils.tensorboard import SummaryWriter
 
 gym.register_envs(ale_py)
@@ -46,7 +41,7 @@ class Args:
     """if toggled, this experiment will be tracked with Weights and Biases"""
     wandb_project_name: str = "cleanRL"
     """the wandb's project name"""
-    wandb_entity: Optional[str] = None
+    wandb_entity: str | None = None
     """the entity (team) of wandb's project"""
     capture_video: bool = False
     """whether to capture videos of the agent performances (check out `videos` folder)"""
@@ -91,64 +86,21 @@ class Args:
     """the frequency of training (env steps per gradient step)"""
 
 
-class NoopResetEnv(gym.Wrapper):  # starts every game with a random number (1 to 30) of NOOPs
-    def reset(self, **kwargs):
-        obs, info = self.env.reset(**kwargs)
-        for _ in range(self.unwrapped.np_random.integers(1, 31)):
-            obs, _, terminated, truncated, info = self.env.step(0)
-            if terminated or truncated:
-                obs, info = self.env.reset()
-        return obs, info
-
-
-class EpisodicLifeEnv(gym.Wrapper):  # a lost life is terminal for the agent; the game resets only when it is over
-    lives, game_over = 0, True  # until the first reset
-
-    def step(self, action):
-        obs, reward, terminated, truncated, info = self.env.step(action)
-        self.game_over, lives = terminated or truncated, self.unwrapped.ale.lives()
-        terminated, self.lives = terminated or 0 < lives < self.lives, lives
-        return obs, reward, terminated, truncated, info
-
-    def reset(self, **kwargs):
-        if self.game_over:
-            obs, info = self.env.reset(**kwargs)
-        else:  # a lost life: carry on from the current game state with one NOOP
-            obs, _, terminated, truncated, info = self.env.step(0)
-            if terminated or truncated:
-                obs, info = self.env.reset(**kwargs)
-        self.lives = self.unwrapped.ale.lives()
-        return obs, info
-
-
-class FireResetEnv(gym.Wrapper):  # presses FIRE, then UP, after every reset, for games that wait for FIRE to start
-    def reset(self, **kwargs):
-        self.env.reset(**kwargs)
-        for action in (1, 2):
-            obs, _, terminated, truncated, info = self.env.step(action)
-            if terminated or truncated:
-                obs, info = self.env.reset()
-        return obs, info
-
-
 def make_env(env_id, num_envs, capture_video, run_name):
-    """`num_envs` copies of the game with DQN's preprocessing, with SAME_STEP autoreset: a sub-env whose episode ends
-    resets within the same `step`, which returns its true last observation in info["final_obs"]."""
-
-    def thunk(idx):
-        # v5 (and plain v4) ids skip frames inside ALE; here frames are skipped once, by MaxAndSkip
-        env = gym.make(env_id, frameskip=1, render_mode="rgb_array" if capture_video and idx == 0 else None)
-        env = gym.wrappers.RecordVideo(env, f"videos/{run_name}") if capture_video and idx == 0 else env
-        # statistics of the raw game (its score), before life loss and reward clipping; lengths count frames
-        env = NoopResetEnv(gym.wrappers.RecordEpisodeStatistics(env))
+    def thunk(idx):  # frameskip=1: v5 (and plain v4) ids skip frames inside ALE; here MaxAndSkip skips them once
+        if capture_video and idx == 0:
+            env = gym.make(env_id, frameskip=1, render_mode="rgb_array")
+            env = gym.wrappers.RecordVideo(env, f"videos/{run_name}")
+        else:
+            env = gym.make(env_id, frameskip=1)
+        env = NoopResetEnv(gym.wrappers.RecordEpisodeStatistics(env), noop_max=30)  # stats of the raw game: its score
         env = EpisodicLifeEnv(gym.wrappers.MaxAndSkipObservation(env, skip=4))
-        env = FireResetEnv(env) if "FIRE" in env.unwrapped.get_action_meanings() else env
-        env = gym.wrappers.TransformReward(env, lambda reward: float(np.sign(reward)))
+        env = ClipRewardEnv(FireResetEnv(env) if "FIRE" in env.unwrapped.get_action_meanings() else env)
         env = gym.wrappers.GrayscaleObservation(gym.wrappers.ResizeObservation(env, (84, 84)))
         return gym.wrappers.FrameStackObservation(env, 4)
 
-    envs = [functools.partial(thunk, i) for i in range(num_envs)]
-    return gym.vector.SyncVectorEnv(envs, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
+    thunks = [functools.partial(thunk, i) for i in range(num_envs)]  # SAME_STEP: true last obs in info["final_obs"]
+    return gym.vector.SyncVectorEnv(thunks, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
 
 
 class QNetwork(nn.Module):
@@ -171,8 +123,7 @@ class QNetwork(nn.Module):
         x = nn.Dense(self.action_dim * self.n_atoms)(x)
         return x.reshape((x.shape[0], self.action_dim, self.n_atoms))
 
-    def get_action(self, x, action=None):
-        """The greedy action (or `action` when given) and its return distribution, (B,) and (B, n_atoms)."""
+    def get_action(self, x, action=None):  # the greedy action (or `action`) and its return distribution (B, n_atoms)
         pmfs = jax.nn.softmax(self(x), axis=2)
         if action is None:
             action = jnp.argmax((pmfs * self.atoms).sum(2), axis=1)
@@ -184,24 +135,21 @@ class QNetworkState(TrainState):
 
 
 class ReplayBuffer:
-    """Each frame stored once, frame stacks rebuilt when sampled. Sub-env e writes a circular stream of `buffer_size //
-    num_envs` slots: an observation's newest frame and, once acted on, the action, clipped reward and termination. An
-    ended episode's true final frame takes the next slot, the next episode's first frame (flagged `first`) the one after.
-    The stack ending at slot j is frames j-3..j, frames before the episode's first repeating it (FrameStackObservation's
-    padding). Only slots whose successor is stored and whose stack is intact are sampled: none spans two episodes."""
+    """Each frame stored once, stacks rebuilt when sampled: sub-env e writes a ring of `buffer_size // num_envs` slots, each
+    an observation's newest frame and the action, clipped reward and termination taken from it (final frames get one too)."""
 
     def __init__(self, buffer_size, num_envs, frame_shape, stack_size):
         self.num_envs, self.capacity, self.stack_size = num_envs, buffer_size // num_envs, stack_size
         shape = (num_envs, self.capacity)
-        self.frames = np.zeros(shape + frame_shape, dtype=np.uint8)
-        self.actions = np.zeros(shape, dtype=np.int64)
+        self.frames, self.actions = np.zeros(shape + frame_shape, dtype=np.uint8), np.zeros(shape, dtype=np.int64)
         self.rewards, self.dones = np.zeros(shape, dtype=np.float32), np.zeros(shape, dtype=np.float32)
-        self.first, self.can_sample = np.zeros(shape, dtype=bool), np.zeros(shape, dtype=bool)
+        self.age, self.can_sample = np.zeros(shape, dtype=np.int8), np.zeros(shape, dtype=bool)  # age: frames into the episode
         self.newest, self.filled = np.full(num_envs, -1), np.zeros(num_envs, dtype=np.int64)  # last slot written, slots used
 
-    def _write_frame(self, env, frame, first):
-        slot = self.newest[env] = (self.newest[env] + 1) % self.capacity
-        self.frames[env, slot], self.first[env, slot], self.can_sample[env, slot] = frame, first, False  # old one gone
+    def _write_frame(self, env, frame, first):  # into the oldest slot: the transition it held is gone
+        previous, slot = self.newest[env], (self.newest[env] + 1) % self.capacity
+        self.age[env, slot] = 0 if first else min(self.age[env, previous] + 1, self.stack_size - 1)
+        self.frames[env, slot], self.can_sample[env, slot], self.newest[env] = frame, False, slot
         self.filled[env] = min(self.filled[env] + 1, self.capacity)
 
     def start(self, obs):  # the first observations (num_envs, stack, H, W), from `envs.reset`
@@ -209,34 +157,24 @@ class ReplayBuffer:
             self._write_frame(env, obs[env, -1], first=True)
 
     def add(self, actions, rewards, terminations, truncations, next_obs, final_obs):
-        """One vector step from the observations stored last; where sub-env e's episode ended, `next_obs[e]` starts the
-        next one and `final_obs[e]` is the true last observation."""
-        for env in range(self.num_envs):
-            slot, ended = self.newest[env], terminations[env] or truncations[env]
-            self.actions[env, slot], self.rewards[env, slot] = actions[env], rewards[env]
-            self.dones[env, slot] = terminations[env]
+        for e in range(self.num_envs):
+            slot, ended = self.newest[e], terminations[e] or truncations[e]
+            self.actions[e, slot], self.rewards[e, slot], self.dones[e, slot] = actions[e], rewards[e], terminations[e]
             if ended:
-                self._write_frame(env, final_obs[env][-1], first=False)
-            self.can_sample[env, slot] = True
-            self._write_frame(env, next_obs[env, -1], first=ended)
+                self._write_frame(e, final_obs[e][-1], first=False)
+            self.can_sample[e, slot] = True
+            self._write_frame(e, next_obs[e, -1], first=ended)
 
     def stacks(self, env, slot):  # the observations (B, stack, H, W) whose newest frames are at `slot` of sub-envs `env`
-        idx = np.empty((len(slot), self.stack_size), dtype=np.int64)
-        idx[:, -1] = slot
-        for k in range(self.stack_size - 2, -1, -1):
-            later = idx[:, k + 1]  # at an episode's first frame, repeat it instead of reaching into the one before
-            idx[:, k] = np.where(self.first[env, later], later, (later - 1) % self.capacity)
-        return self.frames[env[:, None], idx]
+        # no further back than the episode's first frame, which repeats as FrameStackObservation pads
+        back = np.minimum(np.arange(self.stack_size - 1, -1, -1), self.age[env, slot][:, None])
+        return self.frames[env[:, None], (slot[:, None] - back) % self.capacity]
 
-    def sampleable(self, env, slot):
-        """Whether each (env, slot) starts a stored transition with intact stacks (once full, the slots just after the
-        newest are the oldest: their stacks would reach into the newest frames)."""
-        age_gap = (slot - self.newest[env]) % self.capacity
-        full = self.filled[env] == self.capacity
-        return self.can_sample[env, slot] & ~(full & (age_gap >= 1) & (age_gap < self.stack_size))
+    def sampleable(self, env, slot):  # a stored transition with whole stacks (once full, the oldest slots' stacks are not)
+        gap = (slot - self.newest[env]) % self.capacity
+        return self.can_sample[env, slot] & ~((self.filled[env] == self.capacity) & (gap >= 1) & (gap < self.stack_size))
 
-    def sample(self, batch_size):
-        """`batch_size` transitions drawn uniformly, with replacement, among the sampleable ones, as NumPy arrays."""
+    def sample(self, batch_size):  # uniformly, with replacement, among the sampleable slots
         env, slot, todo = np.zeros(batch_size, dtype=np.int64), np.zeros(batch_size, dtype=np.int64), np.arange(batch_size)
         while len(todo) > 0:  # draws that hit a slot that cannot be sampled are drawn again
             env[todo] = np.random.randint(0, self.num_envs, size=len(todo))
@@ -247,50 +185,35 @@ class ReplayBuffer:
         return (*data, self.dones[env, slot])
 
 
-def epsilon_schedule(start_e, end_e, duration, t):
-    """ε at env step `t`: linear from `start_e` to `end_e` over `duration` steps (0: `end_e` at once), then flat."""
+def epsilon_schedule(start_e, end_e, duration, t):  # linear from start_e to end_e over `duration` steps, then flat
     return end_e if duration <= 0 else start_e + (end_e - start_e) * min(t / duration, 1.0)
 
 
 def project_distribution(next_pmfs, rewards, dones, gamma, atoms):
-    """The categorical projection of r + γ (1 - done) Z' onto the support `atoms` (Algorithm 1 of the paper).
-
-    `next_pmfs` (B, n_atoms) is the target distribution of the next state's greedy action, `rewards` and `dones`
-    (termination only, so truncations bootstrap) are (B,), `atoms` (n_atoms,) is evenly spaced and increasing. Each
-    shifted atom is clamped to [v_min, v_max] and its mass split between its two neighbours on the support by
-    closeness; one landing exactly on a support point gives it all its mass. Returns (B, n_atoms) pmfs.
-    """
-    n_atoms = atoms.shape[0]
-    v_min, v_max = atoms[0], atoms[-1]
+    """r + γ (1 - done) Z' projected onto the support `atoms` (the paper's Algorithm 1), (B, n_atoms); done: termination."""
+    n_atoms, v_min, v_max = atoms.shape[0], atoms[0], atoms[-1]
     delta_z = (v_max - v_min) / (n_atoms - 1)
     target_atoms = rewards[:, None] + gamma * (1.0 - dones[:, None]) * atoms[None, :]
-    b = jnp.clip((jnp.clip(target_atoms, v_min, v_max) - v_min) / delta_z, 0, n_atoms - 1)  # in units of delta_z
-    # upper is always lower + 1 (clamped at the top), so an integer b puts weight 1 on `lower`, not 0 on both
+    b = jnp.clip((jnp.clip(target_atoms, v_min, v_max) - v_min) / delta_z, 0, n_atoms - 1)  # position in units of delta_z
     lower = jnp.floor(b).astype(jnp.int32)
-    upper = jnp.minimum(lower + 1, n_atoms - 1)
-    upper_weight = b - lower
+    upper, upper_weight = jnp.minimum(lower + 1, n_atoms - 1), b - lower  # a whole-number b: all its mass to `lower`
     rows = jnp.arange(len(next_pmfs))[:, None]
-    target_pmfs = jnp.zeros_like(next_pmfs)
-    target_pmfs = target_pmfs.at[rows, lower].add(next_pmfs * (1.0 - upper_weight))
-    target_pmfs = target_pmfs.at[rows, upper].add(next_pmfs * upper_weight)
-    return target_pmfs
+    target_pmfs = jnp.zeros_like(next_pmfs).at[rows, lower].add(next_pmfs * (1.0 - upper_weight))
+    return target_pmfs.at[rows, upper].add(next_pmfs * upper_weight)
 
 
-def steps_crossed(previous_step, step, every):
-    """Multiples of `every` in (previous_step, step]: the updates a cadence owes after one vector step."""
+def steps_crossed(previous_step, step, every):  # multiples of `every` in (previous_step, step]: the updates a cadence owes
     return step // every - previous_step // every
 
 
-def validation_error(args, env):
-    """The first reason this command line cannot run on `env`, as one line, or None (script contract §3)."""
+def validation_error(args, env):  # the first reason this command line cannot run on `env`, as one line, or None
     memory = args.buffer_size * SLOT_BYTES
     sizes = ("num_envs", "buffer_size", "batch_size", "train_frequency", "target_network_frequency")
     checks = [
         (not isinstance(env.unwrapped, ale_py.AtariEnv),
          f"{args.env_id} is not an ale-py Atari game; {SCRIPT} needs one, e.g. BreakoutNoFrameskip-v4 or ALE/Breakout-v5"),
         (min(getattr(args, k) for k in sizes) < 1, f"--{', --'.join(k.replace('_', '-') for k in sizes)} must be at least 1"),
-        (args.n_atoms < 2, f"--n-atoms must be at least 2 (a support needs two ends), got {args.n_atoms}"),
-        (not args.v_min < args.v_max, f"--v-min {args.v_min} must be below --v-max {args.v_max}"),
+        (args.n_atoms < 2 or not args.v_min < args.v_max, "--n-atoms must be at least 2 and --v-min below --v-max"),
         (args.buffer_size < 10 * args.num_envs, f"--buffer-size {args.buffer_size} leaves a sub-env fewer than 10 frames"),
         (memory > os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"),
          f"the replay buffer needs {memory / 2**30:.1f} GiB, more than this machine's memory; lower --buffer-size"),
@@ -306,20 +229,18 @@ def validation_error(args, env):
     return next((message for failed, message in checks if failed), None)
 
 
-def fail(message):
-    """Stops before anything is created: one line on stderr, exit code 2."""
+def fail(message):  # stops before anything is created: one line on stderr, exit code 2
     print(f"{SCRIPT}: {message}", file=sys.stderr)
     sys.exit(2)
 
 
-def evaluate(model_path, eval_episodes, run_name, epsilon=0.05, capture_video=False):
-    """Runs the saved Q-network ε-greedily for `eval_episodes` games; returns their scores."""
+def evaluate(model_path, eval_episodes, run_name, epsilon=0.05, capture_video=False):  # returns the scores
     with open(model_path, "rb") as f:
         checkpoint = flax.serialization.msgpack_restore(f.read())
-    env_id, seed = checkpoint["args"]["env_id"], checkpoint["args"]["seed"] + 100_000
-    envs = make_env(env_id, 1, capture_video, f"{run_name}-eval")
+    saved, seed = checkpoint["args"], checkpoint["args"]["seed"] + 100_000
+    envs = make_env(saved["env_id"], 1, capture_video, f"{run_name}-eval")
     envs.action_space.seed(seed)
-    q_network = QNetwork(envs.single_action_space.n, *(checkpoint["args"][k] for k in ("n_atoms", "v_min", "v_max")))
+    q_network = QNetwork(envs.single_action_space.n, saved["n_atoms"], saved["v_min"], saved["v_max"])
     params = checkpoint["model"]
     greedy_actions = jax.jit(lambda params, obs: q_network.apply(params, obs, method=QNetwork.get_action)[0])
     obs, _ = envs.reset(seed=seed)
@@ -346,14 +267,9 @@ if __name__ == "__main__":
         error = hub.upload_error(args) if hub else "--upload-model needs cleanrl_utils (pip install -e . in a cleanrl clone)"
         if error:
             fail(error)
-    num_iterations = args.total_timesteps // args.num_envs
-    if args.total_timesteps % args.num_envs != 0:
-        print(f"running {num_iterations * args.num_envs} steps: --total-timesteps rounded down to whole vector steps")
+    num_iterations = args.total_timesteps // args.num_envs  # whole vector steps: rounds down
     if num_iterations * args.num_envs // args.train_frequency <= args.learning_starts // args.train_frequency:
         print(f"{SCRIPT}: warning: the run ends before its first gradient step (--learning-starts {args.learning_starts})")
-    if args.capture_video:
-        os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # rgb_array rendering needs no display
-
     run_time = int(time.time())
     while os.path.exists(f"runs/{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"):
         run_time += 1  # a run that started in the same second owns that name
@@ -368,8 +284,7 @@ if __name__ == "__main__":
             reason = (str(e).splitlines() or [type(e).__name__])[0]
             fail(f"--track could not start a W&B run ({reason}); run `wandb login` or set WANDB_MODE=offline")
     writer = SummaryWriter(f"runs/{run_name}")
-    table = "\n".join(f"|{key}|{value}|" for key, value in vars(args).items())
-    writer.add_text("hyperparameters", f"|param|value|\n|-|-|\n{table}")
+    writer.add_text("hyperparameters", "|param|value|\n|-|-|\n" + "\n".join(f"|{k}|{v}|" for k, v in vars(args).items()))
     uploaded_videos = set()
 
     def upload_videos(folder):  # W&B gets each finished video once (RecordVideo has no W&B hook)
@@ -380,16 +295,12 @@ if __name__ == "__main__":
     random.seed(args.seed)
     np.random.seed(args.seed)
     q_key = jax.random.split(jax.random.PRNGKey(args.seed))[1]
-
     envs = make_env(args.env_id, args.num_envs, args.capture_video, run_name)
     envs.action_space.seed(args.seed)
-    ale = envs.envs[0].unwrapped.ale
-    print(f"{args.env_id}: frame skip 4, sticky-action probability {ale.getFloat('repeat_action_probability'):g}")
-
     q_network = QNetwork(envs.single_action_space.n, args.n_atoms, args.v_min, args.v_max)
     q_params = q_network.init(q_key, np.zeros((1, *envs.single_observation_space.shape), np.uint8))
-    q_state = QNetworkState.create(apply_fn=q_network.apply, params=q_params, target_params=q_params,
-                                   tx=optax.adam(args.learning_rate, eps=0.01 / args.batch_size))  # fmt: skip
+    tx = optax.adam(args.learning_rate, eps=0.01 / args.batch_size)  # the paper's ε
+    q_state = QNetworkState.create(apply_fn=q_network.apply, params=q_params, target_params=q_params, tx=tx)
     greedy_actions = jax.jit(lambda params, obs: q_network.apply(params, obs, method=QNetwork.get_action)[0])
 
     @jax.jit
@@ -403,21 +314,17 @@ if __name__ == "__main__":
             return -(target_pmfs * jnp.log(jnp.clip(old_pmfs, 1e-5, 1 - 1e-5))).sum(-1).mean(), old_pmfs
 
         (loss, old_pmfs), grads = jax.value_and_grad(cross_entropy, has_aux=True)(q_state.params)
-        old_val = (old_pmfs * q_network.atoms).sum(1)
-        return q_state.apply_gradients(grads=grads), loss, old_val.mean()
-
+        return q_state.apply_gradients(grads=grads), loss, (old_pmfs * q_network.atoms).sum(1).mean()
     rb = ReplayBuffer(args.buffer_size, args.num_envs, (84, 84), 4)
-    frames = rb.capacity * args.num_envs
-    print(f"replay buffer: {frames} frames x {SLOT_BYTES} B = {frames * SLOT_BYTES / 2**30:.2f} GiB when full")
-    exploration_steps = args.exploration_fraction * args.total_timesteps
-
-    global_step, num_updates = 0, 0
+    frames, ale = rb.capacity * args.num_envs, envs.envs[0].unwrapped.ale
+    print(f"{args.env_id}: frame skip 4, sticky-action probability {ale.getFloat('repeat_action_probability'):g}; "
+          f"replay buffer: {frames} frames x {SLOT_BYTES} B = {frames * SLOT_BYTES / 2**30:.2f} GiB when full")  # fmt: skip
+    global_step, num_updates, recent_returns = 0, 0, deque(maxlen=20)
     start_time = last_print = time.time()
-    recent_returns = deque(maxlen=20)
     obs, _ = envs.reset(seed=args.seed)
     rb.start(obs)
     for iteration in range(num_iterations):
-        epsilon = epsilon_schedule(args.start_e, args.end_e, exploration_steps, global_step)
+        epsilon = epsilon_schedule(args.start_e, args.end_e, args.exploration_fraction * args.total_timesteps, global_step)
         # ε-greedy per sub-env; the network is only asked when some sub-env acts greedily
         explore = np.random.random(args.num_envs) < epsilon
         actions = envs.action_space.sample()
@@ -452,7 +359,7 @@ if __name__ == "__main__":
                     writer.add_scalar("charts/epsilon", epsilon, global_step)
                     writer.add_scalar("charts/SPS", int(global_step / (time.time() - start_time)), global_step)
 
-            if steps_crossed(previous_step, global_step, args.target_network_frequency) > 0:  # a hard copy
+            if steps_crossed(previous_step, global_step, args.target_network_frequency) > 0:  # owed copies are one copy
                 q_state = q_state.replace(target_params=q_state.params)
 
         if time.time() - last_print > 10 or iteration == num_iterations - 1:

@@ -148,7 +148,7 @@ def test_copied_file_runs_every_output_path_and_logs_the_default_runs_values(def
 BAD = [
     (["--env-id", "CartPole-v1"], "CartPole-v1 is not an ale-py Atari game"),
     (["--n-atoms", 1], "--n-atoms must be at least 2"),
-    (["--v-min", 10, "--v-max", -10], "--v-min 10.0 must be below --v-max -10.0"),
+    (["--v-min", 10, "--v-max", -10], "--n-atoms must be at least 2 and --v-min below --v-max"),
     (["--buffer-size", 10**13], "more than this machine's memory; lower --buffer-size"),
 ]
 
