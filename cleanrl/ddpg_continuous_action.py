@@ -1,10 +1,7 @@
-# Deep Deterministic Policy Gradient (DDPG) for continuous (Box) actions, e.g. MuJoCo. Papers: Lillicrap et al. 2016,
-# "Continuous control with deep reinforcement learning" (ICLR, arXiv:1509.02971); Silver et al. 2014's deterministic
-# policy gradient. CleanRL's published defaults: Gaussian exploration noise 0.1 in units of each dimension's half range
-# instead of the paper's Ornstein-Uhlenbeck process; actor and targets updated every 2 env steps (the paper: every step,
-# --policy-frequency 1). Deliberate differences: per-dimension action bounds for the rescaling and the clamp; a time limit
-# is not terminal (the true final observation is stored and bootstrapped from); with several envs each env step past
-# learning_starts gets one gradient step. Evaluation acts without noise.
+# Deep Deterministic Policy Gradient (DDPG; Lillicrap et al. 2016, "Continuous control with deep reinforcement learning",
+# arXiv:1509.02971) for continuous (Box) actions, e.g. MuJoCo. CleanRL's defaults: Gaussian exploration noise 0.1 of each
+# dimension's half range (the paper: Ornstein-Uhlenbeck); actor and targets updated every 2 env steps. Deliberate changes:
+# per-dimension action bounds; time limits are not terminal; with several envs, one gradient step per env step.
 import functools
 import glob
 import importlib.util
@@ -16,7 +13,6 @@ import time
 import warnings
 from collections import deque
 from dataclasses import dataclass
-from typing import Optional
 
 import gymnasium as gym
 import numpy as np
@@ -44,7 +40,7 @@ class Args:
     """if toggled, this experiment will be tracked with Weights and Biases"""
     wandb_project_name: str = "cleanRL"
     """the wandb's project name"""
-    wandb_entity: Optional[str] = None
+    wandb_entity: str | None = None
     """the entity (team) of wandb's project"""
     capture_video: bool = False
     """whether to capture videos of the agent performances (check out `videos` folder)"""
@@ -80,40 +76,35 @@ class Args:
 
 
 def make_env(env_id, num_envs, capture_video, run_name):
-    """`num_envs` copies of the env, with SAME_STEP autoreset: a sub-env whose episode ends resets within the same
-    `step`, which returns its true last observation in info["final_obs"]. Sub-env 0 films with --capture-video."""
-
     def thunk(idx):
-        env = gym.make(env_id, render_mode="rgb_array" if capture_video and idx == 0 else None)
-        env = gym.wrappers.RecordVideo(env, f"videos/{run_name}") if capture_video and idx == 0 else env
+        if capture_video and idx == 0:
+            env = gym.make(env_id, render_mode="rgb_array")
+            env = gym.wrappers.RecordVideo(env, f"videos/{run_name}")
+        else:
+            env = gym.make(env_id)
         return gym.wrappers.RecordEpisodeStatistics(env)
 
     envs = [functools.partial(thunk, i) for i in range(num_envs)]
     return gym.vector.SyncVectorEnv(envs, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
 
 
-def action_bounds(env):
-    """Per-dimension (low, high) as float32, from the space of the env the actions go to (not env.unwrapped's)."""
+def action_bounds(env):  # per dimension, from the space of the env the actions go to (not env.unwrapped's)
     return env.action_space.low.astype(np.float32), env.action_space.high.astype(np.float32)
 
 
 def rescale_action(squashed, action_scale, action_bias):
-    """tanh outputs in [-1, 1] to the env's bounds, per dimension: scale = (high - low) / 2, bias = (high + low) / 2."""
     return squashed * action_scale + action_bias
 
 
 def exploration_actions(actions, noise, exploration_noise, action_scale, action_low, action_high):
-    """The actor's actions plus standard-normal `noise` x exploration_noise x scale, clamped to each dimension's bounds."""
     return torch.clamp(actions + noise * exploration_noise * action_scale, action_low, action_high)
 
 
-def q_target(rewards, dones, gamma, qf1_next_target):
-    """r + γ (1 − done) Q'(s', μ'(s')), all (B,); `dones` is termination only, so truncations bootstrap."""
+def q_target(rewards, dones, gamma, qf1_next_target):  # `dones` is termination only, so truncations bootstrap
     return rewards + gamma * (1.0 - dones) * qf1_next_target
 
 
 def soft_update(target, source, tau):
-    """Polyak averaging of parameters: target ← τ · source + (1 − τ) · target."""
     with torch.no_grad():
         for target_param, param in zip(target.parameters(), source.parameters()):
             target_param.mul_(1.0 - tau).add_(param, alpha=tau)
@@ -138,7 +129,6 @@ class Actor(nn.Module):
         self.fc1 = nn.Linear(obs_dim, 256)
         self.fc2 = nn.Linear(256, 256)
         self.fc_mu = nn.Linear(256, len(action_low))
-        # buffers, so they move with .to(device) and are saved with the weights
         self.register_buffer("action_scale", torch.as_tensor((action_high - action_low) / 2.0, dtype=torch.float32))
         self.register_buffer("action_bias", torch.as_tensor((action_high + action_low) / 2.0, dtype=torch.float32))
 
@@ -148,20 +138,16 @@ class Actor(nn.Module):
         return rescale_action(torch.tanh(self.fc_mu(x)), self.action_scale, self.action_bias)
 
 
-class ReplayBuffer:
-    """The last `buffer_size` transitions. `next_obs` is the state the action led to (at a time-limit truncation the
-    episode's true final observation) and `done` is termination only, so truncated transitions still bootstrap."""
-
+class ReplayBuffer:  # the last `buffer_size` transitions; `done` is termination only, so truncations bootstrap
     def __init__(self, buffer_size, obs_shape, action_dim, device):
         self.buffer_size, self.device, self.pos, self.size = buffer_size, device, 0, 0
         self.obs = np.zeros((buffer_size,) + obs_shape, dtype=np.float32)
         self.next_obs = np.zeros((buffer_size,) + obs_shape, dtype=np.float32)
         self.actions = np.zeros((buffer_size, action_dim), dtype=np.float32)
-        self.rewards = np.zeros(buffer_size, dtype=np.float32)
-        self.dones = np.zeros(buffer_size, dtype=np.float32)
+        self.rewards, self.dones = np.zeros(buffer_size, dtype=np.float32), np.zeros(buffer_size, dtype=np.float32)
 
     def add(self, obs, actions, rewards, terminations, truncations, next_obs, final_obs):
-        # where an episode ended, next_obs already starts the next one: store the true last observation instead
+        # SAME_STEP autoreset: where an episode ended, next_obs starts the next one; store its true last observation
         for i in range(len(actions)):
             self.next_obs[self.pos] = final_obs[i] if terminations[i] or truncations[i] else next_obs[i]
             self.obs[self.pos], self.actions[self.pos], self.rewards[self.pos] = obs[i], actions[i], rewards[i]
@@ -174,8 +160,7 @@ class ReplayBuffer:
         return tuple(torch.as_tensor(x[idx], device=self.device) for x in data)
 
 
-def validation_error(args, env):
-    """The first reason this command line cannot run on `env`, as one line, or None (script contract §3)."""
+def validation_error(args, env):  # the first reason this command line cannot run on `env`, or None (contract §3)
     space, obs_shape = env.action_space, env.observation_space.shape or ()
     low, high = (np.asarray(getattr(space, bound, np.nan)) for bound in ("low", "high"))
     memory = args.buffer_size * (8 * int(np.prod(obs_shape)) + 4 * low.size + 8)  # obs, next_obs, action, reward, done
@@ -201,14 +186,12 @@ def validation_error(args, env):
     return next((message for failed, message in checks if failed), None)
 
 
-def fail(message):
-    """Stops before anything is created: one line on stderr, exit code 2."""
+def fail(message):  # stops before anything is created: one line on stderr, exit code 2
     print(f"{SCRIPT}: {message}", file=sys.stderr)
     sys.exit(2)
 
 
-def evaluate(model_path, eval_episodes, run_name, device, capture_video=False):
-    """Runs the saved actor without exploration noise for `eval_episodes` episodes; returns their episodic returns."""
+def evaluate(model_path, eval_episodes, run_name, device, capture_video=False):  # the saved actor, without exploration noise
     checkpoint = torch.load(model_path, map_location=device, weights_only=True)
     envs = make_env(checkpoint["args"]["env_id"], 1, capture_video, f"{run_name}-eval")
     actor = Actor(envs.single_observation_space.shape[0], *action_bounds(envs.envs[0])).to(device)
@@ -217,8 +200,7 @@ def evaluate(model_path, eval_episodes, run_name, device, capture_video=False):
     episodic_returns = []
     while len(episodic_returns) < eval_episodes:
         with torch.no_grad():
-            actions = actor(torch.as_tensor(obs, dtype=torch.float32, device=device))
-        obs, _, _, _, infos = envs.step(actions.cpu().numpy())
+            obs, _, _, _, infos = envs.step(actor(torch.as_tensor(obs, dtype=torch.float32, device=device)).cpu().numpy())
         if "final_info" in infos and "episode" in infos["final_info"]:
             episodic_returns.append(float(infos["final_info"]["episode"]["r"][0]))
     envs.close()
@@ -227,13 +209,11 @@ def evaluate(model_path, eval_episodes, run_name, device, capture_video=False):
 
 if __name__ == "__main__":
     args = tyro.cli(Args)
-    if args.capture_video:
-        os.environ.setdefault("MUJOCO_GL", "egl")  # headless MuJoCo rendering
-        os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # rgb_array rendering needs no display
+    gl = os.environ.setdefault("MUJOCO_GL", "egl") if args.capture_video else None  # headless; read as the env is made
     try:  # unknown ids, missing modules or extras all mean this env cannot be made
-        env = gym.make(args.env_id, render_mode="rgb_array" if args.capture_video else None)
-    except Exception as e:  # MuJoCo loads the GL back-end that MUJOCO_GL names as the env is made
-        fail(f"cannot make {args.env_id!r}: {e}" + f" (with MUJOCO_GL={os.environ.get('MUJOCO_GL')})" * args.capture_video)
+        env = gym.make(args.env_id, render_mode="rgb_array") if args.capture_video else gym.make(args.env_id)
+    except Exception as e:
+        fail(f"cannot make {args.env_id!r}: {e}" + f" (with MUJOCO_GL={gl})" * args.capture_video)
     if error := validation_error(args, env):
         fail(error)
     if args.capture_video:  # a video renders its first frame now, not after the training
@@ -241,18 +221,15 @@ if __name__ == "__main__":
             try:
                 env.reset(seed=0), env.render()
             except Exception as e:
-                fail(f"cannot render {args.env_id} with MUJOCO_GL={os.getenv('MUJOCO_GL')} (headless machines need egl): {e}")
+                fail(f"cannot render {args.env_id} with MUJOCO_GL={gl} (headless machines need egl): {e}")
     if args.upload_model:  # the Hub upload is shared plumbing, in cleanrl_utils/huggingface.py
         hub = importlib.util.find_spec("cleanrl_utils") and importlib.import_module("cleanrl_utils.huggingface")
         error = hub.upload_error(args) if hub else "--upload-model needs cleanrl_utils (pip install -e . in a cleanrl clone)"
         if error:
             fail(error)
-    num_iterations = args.total_timesteps // args.num_envs
-    if args.total_timesteps % args.num_envs != 0:
-        print(f"running {num_iterations * args.num_envs} steps: --total-timesteps rounded down to whole vector steps")
+    num_iterations = args.total_timesteps // args.num_envs  # rounded down to whole vector steps
     if num_iterations * args.num_envs <= args.learning_starts:
         print(f"{SCRIPT}: warning: the run ends before its first gradient step (--learning-starts {args.learning_starts})")
-
     run_time = int(time.time())
     while os.path.exists(f"runs/{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"):
         run_time += 1  # a run that started in the same second owns that name
@@ -267,8 +244,7 @@ if __name__ == "__main__":
             reason = (str(e).splitlines() or [type(e).__name__])[0]
             fail(f"--track could not start a W&B run ({reason}); run `wandb login` or set WANDB_MODE=offline")
     writer = SummaryWriter(f"runs/{run_name}")
-    table = "\n".join(f"|{key}|{value}|" for key, value in vars(args).items())
-    writer.add_text("hyperparameters", f"|param|value|\n|-|-|\n{table}")
+    writer.add_text("hyperparameters", "|param|value|\n|-|-|\n" + "\n".join(f"|{k}|{v}|" for k, v in vars(args).items()))
     uploaded_videos = set()
 
     def upload_videos(folder):  # W&B gets each finished video once (RecordVideo has no W&B hook)
@@ -281,12 +257,10 @@ if __name__ == "__main__":
     torch.manual_seed(args.seed)
     torch.backends.cudnn.deterministic = args.torch_deterministic
     device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
-
     envs = make_env(args.env_id, args.num_envs, args.capture_video, run_name)
     envs.action_space.seed(args.seed)
     obs_dim, (action_low, action_high) = envs.single_observation_space.shape[0], action_bounds(envs.envs[0])
     action_dim = len(action_low)
-
     actor = Actor(obs_dim, action_low, action_high).to(device)
     qf1 = QNetwork(obs_dim, action_dim).to(device)
     qf1_target = QNetwork(obs_dim, action_dim).to(device)
@@ -296,13 +270,11 @@ if __name__ == "__main__":
     q_optimizer = optim.Adam(list(qf1.parameters()), lr=args.learning_rate)
     actor_optimizer = optim.Adam(list(actor.parameters()), lr=args.learning_rate)
     low, high = torch.as_tensor(action_low, device=device), torch.as_tensor(action_high, device=device)
-
     rb = ReplayBuffer(args.buffer_size, envs.single_observation_space.shape, action_dim, device)
 
-    global_step = 0
+    global_step, actor_loss = 0, None
     start_time = last_print = time.time()
     recent_returns = deque(maxlen=20)
-    actor_loss = None
     obs, _ = envs.reset(seed=args.seed)
     for iteration in range(num_iterations):
         if global_step < args.learning_starts:
@@ -326,8 +298,7 @@ if __name__ == "__main__":
                 writer.add_scalar("charts/episodic_length", episode["l"][i], global_step)
         obs = next_obs
 
-        # one gradient step per env step past learning_starts that this vector step covered; `step` numbers them so
-        # that the policy, target and logging cadences fire at their rates whatever --num-envs is
+        # one gradient step per env step past learning_starts; `step` numbers them so cadences hold whatever --num-envs is
         for step in range(max(previous_step, args.learning_starts) + 1, global_step + 1):
             b_obs, b_actions, b_rewards, b_next_obs, b_dones = rb.sample(args.batch_size)
             with torch.no_grad():
@@ -368,8 +339,7 @@ if __name__ == "__main__":
 
     if args.save_model:
         model_path = f"runs/{run_name}/{args.exp_name}.cleanrl_model"
-        models = {"model": actor.state_dict(), "qf1": qf1.state_dict()}
-        torch.save(models | {"args": vars(args)}, model_path)
+        torch.save({"model": actor.state_dict(), "qf1": qf1.state_dict(), "args": vars(args)}, model_path)
         print(f"model saved to {model_path}")
         episodic_returns = evaluate(model_path, 10, run_name, device, capture_video=args.capture_video)
         for idx, episodic_return in enumerate(episodic_returns):

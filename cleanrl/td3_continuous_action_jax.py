@@ -1,11 +1,9 @@
-# Twin Delayed Deep Deterministic policy gradient (TD3) for continuous (Box) actions, e.g. MuJoCo, in JAX (Flax + Optax):
-# the JAX version of td3_continuous_action.py. Paper: Fujimoto et al. 2018, "Addressing Function Approximation Error in
-# Actor-Critic Methods" (ICML): clipped double-Q learning, delayed policy and target updates, target policy smoothing.
-# CleanRL's published defaults (exploration noise 0.1, smoothing noise 0.2 clipped at 0.5, in units of each dimension's
-# half range). Deliberate differences: per-dimension action bounds for the rescalings and the clamps; a time limit is not
-# terminal (the true final observation is stored and bootstrapped from); one gradient step per env step past
-# learning_starts, whatever --num-envs. Evaluation acts without noise. JAX's own: Flax's initialisation, PRNG keys, both
-# Q-networks in one TrainState (one Adam, as the torch script's one optimiser), a Flax msgpack checkpoint.
+# Twin Delayed DDPG (TD3; Fujimoto et al. 2018, "Addressing Function Approximation Error in Actor-Critic Methods",
+# arXiv:1802.09477) for continuous (Box) actions, in JAX (Flax + Optax): td3_continuous_action.py's twin. Clipped
+# double-Q, delayed policy and target updates, target smoothing. CleanRL's defaults: exploration noise 0.1, smoothing noise
+# 0.2 clipped at 0.5, in each dimension's half range. Deliberate changes: per-dimension action bounds; time limits are not
+# terminal; with several envs, one gradient step per env step. JAX's own: Flax's initialisation, PRNG keys, both
+# Q-networks in one TrainState (one Adam, as the torch script's one optimiser), a msgpack checkpoint.
 import functools
 import glob
 import importlib.util
@@ -17,7 +15,6 @@ import time
 import warnings
 from collections import deque
 from dataclasses import dataclass
-from typing import Optional
 
 import flax
 import flax.linen as nn
@@ -43,7 +40,7 @@ class Args:
     """if toggled, this experiment will be tracked with Weights and Biases"""
     wandb_project_name: str = "cleanRL"
     """the wandb's project name"""
-    wandb_entity: Optional[str] = None
+    wandb_entity: str | None = None
     """the entity (team) of wandb's project"""
     capture_video: bool = False
     """whether to capture videos of the agent performances (check out `videos` folder)"""
@@ -83,47 +80,40 @@ class Args:
 
 
 def make_env(env_id, num_envs, capture_video, run_name):
-    """`num_envs` copies of the env, with SAME_STEP autoreset: a sub-env whose episode ends resets within the same
-    `step`, which returns its true last observation in info["final_obs"]. Sub-env 0 films with --capture-video."""
-
     def thunk(idx):
-        env = gym.make(env_id, render_mode="rgb_array" if capture_video and idx == 0 else None)
-        env = gym.wrappers.RecordVideo(env, f"videos/{run_name}") if capture_video and idx == 0 else env
+        if capture_video and idx == 0:
+            env = gym.make(env_id, render_mode="rgb_array")
+            env = gym.wrappers.RecordVideo(env, f"videos/{run_name}")
+        else:
+            env = gym.make(env_id)
         return gym.wrappers.RecordEpisodeStatistics(env)
 
     envs = [functools.partial(thunk, i) for i in range(num_envs)]
     return gym.vector.SyncVectorEnv(envs, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
 
 
-def action_bounds(env):
-    """Per-dimension (low, high) as float32, from the space of the env the actions go to (not env.unwrapped's)."""
+def action_bounds(env):  # per dimension, from the space of the env the actions go to (not env.unwrapped's)
     return env.action_space.low.astype(np.float32), env.action_space.high.astype(np.float32)
 
 
 def rescale_action(squashed, action_scale, action_bias):
-    """tanh outputs in [-1, 1] to the env's bounds, per dimension: scale = (high - low) / 2, bias = (high + low) / 2."""
     return squashed * action_scale + action_bias
 
 
 def exploration_actions(actions, noise, exploration_noise, action_scale, action_low, action_high):
-    """The actor's actions plus standard-normal `noise` x exploration_noise x scale, clamped to each dimension's bounds."""
     return jnp.clip(actions + noise * exploration_noise * action_scale, action_low, action_high)
 
 
 def smoothed_target_actions(target_actions, noise, policy_noise, noise_clip, action_scale, action_low, action_high):
-    """Target policy smoothing (TD3 paper, section 5.3): target actions plus clip(`noise` x policy_noise, ±noise_clip)
-    x scale, clamped to each dimension's bounds; `noise` holds standard-normal draws, one per batch row and dimension."""
     clipped_noise = jnp.clip(noise * policy_noise, -noise_clip, noise_clip) * action_scale
     return jnp.clip(target_actions + clipped_noise, action_low, action_high)
 
 
-def clipped_double_q_target(rewards, dones, gamma, qf1_next_target, qf2_next_target):
-    """r + γ (1 − done) min(Q1', Q2')(s', ã'), all (B,); `dones` is termination only, so truncations bootstrap."""
+def clipped_double_q_target(rewards, dones, gamma, qf1_next_target, qf2_next_target):  # `dones`: termination only
     return rewards + gamma * (1.0 - dones) * jnp.minimum(qf1_next_target, qf2_next_target)
 
 
 def soft_update(target, source, tau):
-    """Polyak averaging of parameters: target ← τ · source + (1 − τ) · target; returns the new target pytree."""
     return optax.incremental_update(source, target, tau)
 
 
@@ -153,20 +143,16 @@ class TrainState(TrainState):
     target_params: flax.core.FrozenDict  # the target networks' parameters
 
 
-class ReplayBuffer:
-    """The last `buffer_size` transitions. `next_obs` is the state the action led to (at a time-limit truncation the
-    episode's true final observation) and `done` is termination only, so truncated transitions still bootstrap."""
-
+class ReplayBuffer:  # the last `buffer_size` transitions; `done` is termination only, so truncations bootstrap
     def __init__(self, buffer_size, obs_shape, action_dim):
         self.buffer_size, self.pos, self.size = buffer_size, 0, 0
         self.obs = np.zeros((buffer_size,) + obs_shape, dtype=np.float32)
         self.next_obs = np.zeros((buffer_size,) + obs_shape, dtype=np.float32)
         self.actions = np.zeros((buffer_size, action_dim), dtype=np.float32)
-        self.rewards = np.zeros(buffer_size, dtype=np.float32)
-        self.dones = np.zeros(buffer_size, dtype=np.float32)
+        self.rewards, self.dones = np.zeros(buffer_size, dtype=np.float32), np.zeros(buffer_size, dtype=np.float32)
 
     def add(self, obs, actions, rewards, terminations, truncations, next_obs, final_obs):
-        # where an episode ended, next_obs already starts the next one: store the true last observation instead
+        # SAME_STEP autoreset: where an episode ended, next_obs starts the next one; store its true last observation
         for i in range(len(actions)):
             self.next_obs[self.pos] = final_obs[i] if terminations[i] or truncations[i] else next_obs[i]
             self.obs[self.pos], self.actions[self.pos], self.rewards[self.pos] = obs[i], actions[i], rewards[i]
@@ -178,8 +164,7 @@ class ReplayBuffer:
         return self.obs[idx], self.actions[idx], self.rewards[idx], self.next_obs[idx], self.dones[idx]
 
 
-def validation_error(args, env):
-    """The first reason this command line cannot run on `env`, as one line, or None (script contract §3)."""
+def validation_error(args, env):  # the first reason this command line cannot run on `env`, or None (contract §3)
     space, obs_shape = env.action_space, env.observation_space.shape or ()
     low, high = (np.asarray(getattr(space, bound, np.nan)) for bound in ("low", "high"))
     memory = args.buffer_size * (8 * int(np.prod(obs_shape)) + 4 * low.size + 8)  # obs, next_obs, action, reward, done
@@ -205,14 +190,12 @@ def validation_error(args, env):
     return next((message for failed, message in checks if failed), None)
 
 
-def fail(message):
-    """Stops before anything is created: one line on stderr, exit code 2."""
+def fail(message):  # stops before anything is created: one line on stderr, exit code 2
     print(f"{SCRIPT}: {message}", file=sys.stderr)
     sys.exit(2)
 
 
-def evaluate(model_path, eval_episodes, run_name, capture_video=False):
-    """Runs the saved actor without exploration noise for `eval_episodes` episodes; returns their episodic returns."""
+def evaluate(model_path, eval_episodes, run_name, capture_video=False):  # the saved actor, without exploration noise
     with open(model_path, "rb") as f:
         checkpoint = flax.serialization.msgpack_restore(f.read())
     envs = make_env(checkpoint["args"]["env_id"], 1, capture_video, f"{run_name}-eval")
@@ -231,13 +214,11 @@ def evaluate(model_path, eval_episodes, run_name, capture_video=False):
 
 if __name__ == "__main__":
     args = tyro.cli(Args)
-    if args.capture_video:
-        os.environ.setdefault("MUJOCO_GL", "egl")  # headless MuJoCo rendering
-        os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # rgb_array rendering needs no display
+    gl = os.environ.setdefault("MUJOCO_GL", "egl") if args.capture_video else None  # headless; read as the env is made
     try:  # unknown ids, missing modules or extras all mean this env cannot be made
-        env = gym.make(args.env_id, render_mode="rgb_array" if args.capture_video else None)
-    except Exception as e:  # MuJoCo loads the GL back-end that MUJOCO_GL names as the env is made
-        fail(f"cannot make {args.env_id!r}: {e}" + f" (with MUJOCO_GL={os.environ.get('MUJOCO_GL')})" * args.capture_video)
+        env = gym.make(args.env_id, render_mode="rgb_array") if args.capture_video else gym.make(args.env_id)
+    except Exception as e:
+        fail(f"cannot make {args.env_id!r}: {e}" + f" (with MUJOCO_GL={gl})" * args.capture_video)
     if error := validation_error(args, env):
         fail(error)
     if args.capture_video:  # a video renders its first frame now, not after the training
@@ -245,18 +226,15 @@ if __name__ == "__main__":
             try:
                 env.reset(seed=0), env.render()
             except Exception as e:
-                fail(f"cannot render {args.env_id} with MUJOCO_GL={os.getenv('MUJOCO_GL')} (headless machines need egl): {e}")
+                fail(f"cannot render {args.env_id} with MUJOCO_GL={gl} (headless machines need egl): {e}")
     if args.upload_model:  # the Hub upload is shared plumbing, in cleanrl_utils/huggingface.py
         hub = importlib.util.find_spec("cleanrl_utils") and importlib.import_module("cleanrl_utils.huggingface")
         error = hub.upload_error(args) if hub else "--upload-model needs cleanrl_utils (pip install -e . in a cleanrl clone)"
         if error:
             fail(error)
-    num_iterations = args.total_timesteps // args.num_envs
-    if args.total_timesteps % args.num_envs != 0:
-        print(f"running {num_iterations * args.num_envs} steps: --total-timesteps rounded down to whole vector steps")
+    num_iterations = args.total_timesteps // args.num_envs  # rounded down to whole vector steps
     if num_iterations * args.num_envs <= args.learning_starts:
         print(f"{SCRIPT}: warning: the run ends before its first gradient step (--learning-starts {args.learning_starts})")
-
     run_time = int(time.time())
     while os.path.exists(f"runs/{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"):
         run_time += 1  # a run that started in the same second owns that name
@@ -271,8 +249,7 @@ if __name__ == "__main__":
             reason = (str(e).splitlines() or [type(e).__name__])[0]
             fail(f"--track could not start a W&B run ({reason}); run `wandb login` or set WANDB_MODE=offline")
     writer = SummaryWriter(f"runs/{run_name}")
-    table = "\n".join(f"|{key}|{value}|" for key, value in vars(args).items())
-    writer.add_text("hyperparameters", f"|param|value|\n|-|-|\n{table}")
+    writer.add_text("hyperparameters", "|param|value|\n|-|-|\n" + "\n".join(f"|{k}|{v}|" for k, v in vars(args).items()))
     uploaded_videos = set()
 
     def upload_videos(folder):  # W&B gets each finished video once (RecordVideo has no W&B hook)
@@ -283,11 +260,9 @@ if __name__ == "__main__":
     random.seed(args.seed)
     np.random.seed(args.seed)
     key, actor_key, qf1_key, qf2_key = jax.random.split(jax.random.PRNGKey(args.seed), 4)
-
     envs = make_env(args.env_id, args.num_envs, args.capture_video, run_name)
     envs.action_space.seed(args.seed)
     action_low, action_high = action_bounds(envs.envs[0])
-
     actor = Actor(action_low, action_high)
     qf = QNetwork()  # one module, two sets of parameters: qf1 and qf2
     obs_example = np.zeros((1,) + envs.single_observation_space.shape, dtype=np.float32)
@@ -366,8 +341,7 @@ if __name__ == "__main__":
                 writer.add_scalar("charts/episodic_length", episode["l"][i], global_step)
         obs = next_obs
 
-        # one gradient step per env step past learning_starts that this vector step covered; `step` numbers them so
-        # that the policy, target and logging cadences fire at their rates whatever --num-envs is
+        # one gradient step per env step past learning_starts; `step` numbers them so cadences hold whatever --num-envs is
         for step in range(max(previous_step, args.learning_starts) + 1, global_step + 1):
             b_obs, b_actions, b_rewards, b_next_obs, b_dones = rb.sample(args.batch_size)
             new_qf_state, metrics, key = update_critic(
