@@ -34,6 +34,7 @@ import numpy as np
 import optax
 import tyro
 from flax.training.train_state import TrainState
+from stable_baselines3.common.atari_wrappers import ClipRewardEnv, EpisodicLifeEnv, FireResetEnv, NoopResetEnv
 from torch.utils.tensorboard import SummaryWriter
 
 gym.register_envs(ale_py)
@@ -114,64 +115,21 @@ class Args:
     """the recent training episodes whose mean return is compared with the teacher's"""
 
 
-class NoopResetEnv(gym.Wrapper):  # starts every game with a random number (1 to 30) of NOOPs
-    def reset(self, **kwargs):
-        obs, info = self.env.reset(**kwargs)
-        for _ in range(self.unwrapped.np_random.integers(1, 31)):
-            obs, _, terminated, truncated, info = self.env.step(0)
-            if terminated or truncated:
-                obs, info = self.env.reset()
-        return obs, info
-
-
-class EpisodicLifeEnv(gym.Wrapper):  # a lost life is terminal for the agent; the game resets only when it is over
-    lives, game_over = 0, True  # until the first reset
-
-    def step(self, action):
-        obs, reward, terminated, truncated, info = self.env.step(action)
-        self.game_over, lives = terminated or truncated, self.unwrapped.ale.lives()
-        terminated, self.lives = terminated or 0 < lives < self.lives, lives
-        return obs, reward, terminated, truncated, info
-
-    def reset(self, **kwargs):
-        if self.game_over:
-            obs, info = self.env.reset(**kwargs)
-        else:  # a lost life: carry on from the current game state with one NOOP
-            obs, _, terminated, truncated, info = self.env.step(0)
-            if terminated or truncated:
-                obs, info = self.env.reset(**kwargs)
-        self.lives = self.unwrapped.ale.lives()
-        return obs, info
-
-
-class FireResetEnv(gym.Wrapper):  # presses FIRE, then UP, after every reset, for games that wait for FIRE to start
-    def reset(self, **kwargs):
-        self.env.reset(**kwargs)
-        for action in (1, 2):
-            obs, _, terminated, truncated, info = self.env.step(action)
-            if terminated or truncated:
-                obs, info = self.env.reset()
-        return obs, info
-
-
 def make_env(env_id, num_envs, capture_video, run_name):
-    """`num_envs` copies of the game with DQN's preprocessing, with SAME_STEP autoreset: a sub-env whose episode ends
-    resets within the same `step`, which returns its true last observation in info["final_obs"]."""
-
-    def thunk(idx):
-        # v5 (and plain v4) ids skip frames inside ALE; here frames are skipped once, by MaxAndSkip
-        env = gym.make(env_id, frameskip=1, render_mode="rgb_array" if capture_video and idx == 0 else None)
-        env = gym.wrappers.RecordVideo(env, f"videos/{run_name}") if capture_video and idx == 0 else env
-        # statistics of the raw game (its score), before life loss and reward clipping; lengths count frames
-        env = NoopResetEnv(gym.wrappers.RecordEpisodeStatistics(env))
+    def thunk(idx):  # frameskip=1: v5 (and plain v4) ids skip frames inside ALE; here MaxAndSkip skips them once
+        if capture_video and idx == 0:
+            env = gym.make(env_id, frameskip=1, render_mode="rgb_array")
+            env = gym.wrappers.RecordVideo(env, f"videos/{run_name}")
+        else:
+            env = gym.make(env_id, frameskip=1)
+        env = NoopResetEnv(gym.wrappers.RecordEpisodeStatistics(env), noop_max=30)  # stats of the raw game: its score
         env = EpisodicLifeEnv(gym.wrappers.MaxAndSkipObservation(env, skip=4))
-        env = FireResetEnv(env) if "FIRE" in env.unwrapped.get_action_meanings() else env
-        env = gym.wrappers.TransformReward(env, lambda reward: float(np.sign(reward)))
+        env = ClipRewardEnv(FireResetEnv(env) if "FIRE" in env.unwrapped.get_action_meanings() else env)
         env = gym.wrappers.GrayscaleObservation(gym.wrappers.ResizeObservation(env, (84, 84)))
         return gym.wrappers.FrameStackObservation(env, 4)
 
-    envs = [functools.partial(thunk, i) for i in range(num_envs)]
-    return gym.vector.SyncVectorEnv(envs, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
+    thunks = [functools.partial(thunk, i) for i in range(num_envs)]  # SAME_STEP: true last obs in info["final_obs"]
+    return gym.vector.SyncVectorEnv(thunks, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
 
 
 class TeacherQNetwork(nn.Module):
@@ -231,24 +189,21 @@ class QNetworkState(TrainState):
 
 
 class ReplayBuffer:
-    """Each frame stored once, frame stacks rebuilt when sampled. Sub-env e writes a circular stream of `buffer_size //
-    num_envs` slots: an observation's newest frame and, once acted on, the action, clipped reward and termination. An
-    ended episode's true final frame takes the next slot, the next episode's first frame (flagged `first`) the one after.
-    The stack ending at slot j is frames j-3..j, frames before the episode's first repeating it (FrameStackObservation's
-    padding). Only slots whose successor is stored and whose stack is intact are sampled: none spans two episodes."""
+    """Each frame stored once, stacks rebuilt when sampled: sub-env e writes a ring of `buffer_size // num_envs` slots, each
+    an observation's newest frame and the action, clipped reward and termination taken from it (final frames get one too)."""
 
     def __init__(self, buffer_size, num_envs, frame_shape, stack_size):
         self.num_envs, self.capacity, self.stack_size = num_envs, buffer_size // num_envs, stack_size
         shape = (num_envs, self.capacity)
-        self.frames = np.zeros(shape + frame_shape, dtype=np.uint8)
-        self.actions = np.zeros(shape, dtype=np.int64)
+        self.frames, self.actions = np.zeros(shape + frame_shape, dtype=np.uint8), np.zeros(shape, dtype=np.int64)
         self.rewards, self.dones = np.zeros(shape, dtype=np.float32), np.zeros(shape, dtype=np.float32)
-        self.first, self.can_sample = np.zeros(shape, dtype=bool), np.zeros(shape, dtype=bool)
+        self.age, self.can_sample = np.zeros(shape, dtype=np.int8), np.zeros(shape, dtype=bool)  # age: frames into the episode
         self.newest, self.filled = np.full(num_envs, -1), np.zeros(num_envs, dtype=np.int64)  # last slot written, slots used
 
-    def _write_frame(self, env, frame, first):
-        slot = self.newest[env] = (self.newest[env] + 1) % self.capacity
-        self.frames[env, slot], self.first[env, slot], self.can_sample[env, slot] = frame, first, False  # old one gone
+    def _write_frame(self, env, frame, first):  # into the oldest slot: the transition it held is gone
+        previous, slot = self.newest[env], (self.newest[env] + 1) % self.capacity
+        self.age[env, slot] = 0 if first else min(self.age[env, previous] + 1, self.stack_size - 1)
+        self.frames[env, slot], self.can_sample[env, slot], self.newest[env] = frame, False, slot
         self.filled[env] = min(self.filled[env] + 1, self.capacity)
 
     def start(self, obs):  # the first observations (num_envs, stack, H, W), from `envs.reset`
@@ -256,34 +211,24 @@ class ReplayBuffer:
             self._write_frame(env, obs[env, -1], first=True)
 
     def add(self, actions, rewards, terminations, truncations, next_obs, final_obs):
-        """One vector step from the observations stored last; where sub-env e's episode ended, `next_obs[e]` starts the
-        next one and `final_obs[e]` is the true last observation."""
-        for env in range(self.num_envs):
-            slot, ended = self.newest[env], terminations[env] or truncations[env]
-            self.actions[env, slot], self.rewards[env, slot] = actions[env], rewards[env]
-            self.dones[env, slot] = terminations[env]
+        for e in range(self.num_envs):
+            slot, ended = self.newest[e], terminations[e] or truncations[e]
+            self.actions[e, slot], self.rewards[e, slot], self.dones[e, slot] = actions[e], rewards[e], terminations[e]
             if ended:
-                self._write_frame(env, final_obs[env][-1], first=False)
-            self.can_sample[env, slot] = True
-            self._write_frame(env, next_obs[env, -1], first=ended)
+                self._write_frame(e, final_obs[e][-1], first=False)
+            self.can_sample[e, slot] = True
+            self._write_frame(e, next_obs[e, -1], first=ended)
 
     def stacks(self, env, slot):  # the observations (B, stack, H, W) whose newest frames are at `slot` of sub-envs `env`
-        idx = np.empty((len(slot), self.stack_size), dtype=np.int64)
-        idx[:, -1] = slot
-        for k in range(self.stack_size - 2, -1, -1):
-            later = idx[:, k + 1]  # at an episode's first frame, repeat it instead of reaching into the one before
-            idx[:, k] = np.where(self.first[env, later], later, (later - 1) % self.capacity)
-        return self.frames[env[:, None], idx]
+        # no further back than the episode's first frame, which repeats as FrameStackObservation pads
+        back = np.minimum(np.arange(self.stack_size - 1, -1, -1), self.age[env, slot][:, None])
+        return self.frames[env[:, None], (slot[:, None] - back) % self.capacity]
 
-    def sampleable(self, env, slot):
-        """Whether each (env, slot) starts a stored transition with intact stacks (once full, the slots just after the
-        newest are the oldest: their stacks would reach into the newest frames)."""
-        age_gap = (slot - self.newest[env]) % self.capacity
-        full = self.filled[env] == self.capacity
-        return self.can_sample[env, slot] & ~(full & (age_gap >= 1) & (age_gap < self.stack_size))
+    def sampleable(self, env, slot):  # a stored transition with whole stacks (once full, the oldest slots' stacks are not)
+        gap = (slot - self.newest[env]) % self.capacity
+        return self.can_sample[env, slot] & ~((self.filled[env] == self.capacity) & (gap >= 1) & (gap < self.stack_size))
 
-    def sample(self, batch_size):
-        """`batch_size` transitions drawn uniformly, with replacement, among the sampleable ones, as NumPy arrays."""
+    def sample(self, batch_size):  # uniformly, with replacement, among the sampleable slots
         env, slot, todo = np.zeros(batch_size, dtype=np.int64), np.zeros(batch_size, dtype=np.int64), np.arange(batch_size)
         while len(todo) > 0:  # draws that hit a slot that cannot be sampled are drawn again
             env[todo] = np.random.randint(0, self.num_envs, size=len(todo))
@@ -294,18 +239,15 @@ class ReplayBuffer:
         return (*data, self.dones[env, slot])
 
 
-def epsilon_schedule(start_e, end_e, duration, t):
-    """ε at env step `t`: linear from `start_e` to `end_e` over `duration` steps (0: `end_e` at once), then flat."""
+def epsilon_schedule(start_e, end_e, duration, t):  # linear from start_e to end_e over `duration` steps, then flat
     return end_e if duration <= 0 else start_e + (end_e - start_e) * min(t / duration, 1.0)
 
 
-def td_target(rewards, next_q_max, dones, gamma):
-    """r + γ (1 - done) max_a' Q_target(s', a'), all (B,); `dones` is termination only, so truncations bootstrap."""
+def td_target(rewards, next_q_max, dones, gamma):  # `dones` is termination only, so truncations bootstrap
     return rewards + gamma * next_q_max * (1.0 - dones)
 
 
-def steps_crossed(previous_step, step, every):
-    """Multiples of `every` in (previous_step, step]: the updates a cadence owes after one vector step."""
+def steps_crossed(previous_step, step, every):  # multiples of `every` in (previous_step, step]: the updates a cadence owes
     return step // every - previous_step // every
 
 
