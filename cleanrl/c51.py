@@ -1,10 +1,5 @@
-# Categorical DQN (C51) for Discrete actions on vector observations (classic control).
-# Paper: Bellemare, Dabney & Munos 2017, "A Distributional Perspective on Reinforcement Learning" (ICML).
-# For every action the network predicts a probability mass over `n_atoms` fixed returns on [v_min, v_max]; the target
-# r + γ Z(s', a*) is projected back onto that support and learned by cross-entropy. CleanRL's published defaults.
-# Deliberate differences from the paper: the classic-control support and network instead of the Atari ones; an episode
-# cut by a time limit is not terminal: its transition stores the true final observation as next_obs and bootstraps
-# from it. Evaluation acts ε-greedily with ε = 0.05.
+# C51 for classic control: Bellemare et al. 2017, "A Distributional Perspective on Reinforcement Learning" (ICML); CleanRL's
+# defaults. Deliberate changes: a classic-control support and network; a time-limit cut is not terminal. Evaluation: ε = 0.05.
 import functools
 import glob
 import importlib.util
@@ -15,13 +10,11 @@ import sys
 import time
 from collections import deque
 from dataclasses import dataclass
-from typing import Optional
 
 import gymnasium as gym
 import numpy as np
 import torch
 import torch.nn as nn
-import torch.optim as optim
 import tyro
 from torch.utils.tensorboard import SummaryWriter
 
@@ -42,7 +35,7 @@ class Args:
     """if toggled, this experiment will be tracked with Weights and Biases"""
     wandb_project_name: str = "cleanRL"
     """the wandb's project name"""
-    wandb_entity: Optional[str] = None
+    wandb_entity: str | None = None
     """the entity (team) of wandb's project"""
     capture_video: bool = False
     """whether to capture videos of the agent performances (check out `videos` folder)"""
@@ -96,8 +89,7 @@ def make_env(env_id, num_envs, capture_video, run_name):
             env = gym.make(env_id)
         return gym.wrappers.RecordEpisodeStatistics(env)
 
-    # SAME_STEP autoreset: a sub-env whose episode ends resets within `step`, its true last observation in info["final_obs"]
-    thunks = [functools.partial(thunk, i) for i in range(num_envs)]
+    thunks = [functools.partial(thunk, i) for i in range(num_envs)]  # SAME_STEP: true last obs in info["final_obs"]
     return gym.vector.SyncVectorEnv(thunks, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
 
 
@@ -106,12 +98,10 @@ class QNetwork(nn.Module):
         super().__init__()
         self.n_actions, self.n_atoms = n_actions, n_atoms
         self.register_buffer("atoms", torch.linspace(v_min, v_max, steps=n_atoms))  # saved with the weights
-        self.network = nn.Sequential(
-            nn.Linear(obs_dim, 120), nn.ReLU(), nn.Linear(120, 84), nn.ReLU(), nn.Linear(84, n_actions * n_atoms)
-        )
+        self.network = nn.Sequential(nn.Linear(obs_dim, 120), nn.ReLU(), nn.Linear(120, 84), nn.ReLU(),
+                                     nn.Linear(84, n_actions * n_atoms))  # fmt: skip
 
-    def get_action(self, x, action=None):
-        """The greedy action (or `action` when given) and its return distribution, (B,) and (B, n_atoms)."""
+    def get_action(self, x, action=None):  # the greedy action (or `action`) and its return distribution (B, n_atoms)
         pmfs = torch.softmax(self.network(x).view(len(x), self.n_actions, self.n_atoms), dim=2)
         if action is None:
             action = torch.argmax((pmfs * self.atoms).sum(2), dim=1)
@@ -127,8 +117,7 @@ class ReplayBuffer:
         self.obs = np.zeros((buffer_size,) + obs_shape, dtype=np.float32)
         self.next_obs = np.zeros((buffer_size,) + obs_shape, dtype=np.float32)
         self.actions = np.zeros(buffer_size, dtype=np.int64)
-        self.rewards = np.zeros(buffer_size, dtype=np.float32)
-        self.dones = np.zeros(buffer_size, dtype=np.float32)
+        self.rewards, self.dones = np.zeros(buffer_size, dtype=np.float32), np.zeros(buffer_size, dtype=np.float32)
 
     def add(self, obs, actions, rewards, terminations, truncations, next_obs, final_obs):
         # where an episode ended, next_obs already starts the next one: store the true last observation instead
@@ -150,21 +139,15 @@ def epsilon_schedule(start_e, end_e, duration, t):
 
 
 def project_distribution(next_pmfs, rewards, dones, gamma, atoms):
-    """The projection of r + γ (1 - done) Z' onto the evenly spaced support `atoms` (Algorithm 1 of the paper), as (B,
-    n_atoms) pmfs: each shifted atom, clamped to [v_min, v_max], splits its mass between its two neighbours on the support
-    by closeness (all of it to a point it lands on). `next_pmfs` (B, n_atoms); `rewards`, `dones` (termination) (B,)."""
+    """r + γ (1 - done) Z' projected onto the support `atoms` (the paper's Algorithm 1), (B, n_atoms); done: termination."""
     n_atoms, v_min, v_max = atoms.shape[0], atoms[0], atoms[-1]
     delta_z = (v_max - v_min) / (n_atoms - 1)
     target_atoms = rewards.unsqueeze(1) + gamma * (1.0 - dones.unsqueeze(1)) * atoms.unsqueeze(0)
     b = ((target_atoms.clamp(v_min, v_max) - v_min) / delta_z).clamp(0, n_atoms - 1)  # position in units of delta_z
-    # upper is lower + 1 (clamped at the top), so an integer b gives `lower` weight 1, not both neighbours weight 0
     lower = b.floor().long()
-    upper = (lower + 1).clamp(max=n_atoms - 1)
-    upper_weight = b - lower
-    target_pmfs = torch.zeros_like(next_pmfs)
-    target_pmfs.scatter_add_(1, lower, next_pmfs * (1.0 - upper_weight))
-    target_pmfs.scatter_add_(1, upper, next_pmfs * upper_weight)
-    return target_pmfs
+    upper, upper_weight = (lower + 1).clamp(max=n_atoms - 1), b - lower  # a whole-number b: all its mass to `lower`
+    target_pmfs = torch.zeros_like(next_pmfs).scatter_add_(1, lower, next_pmfs * (1.0 - upper_weight))
+    return target_pmfs.scatter_add_(1, upper, next_pmfs * upper_weight)
 
 
 def steps_crossed(previous_step, step, every):
@@ -203,8 +186,7 @@ def fail(message):  # stops before anything is created: one line on stderr, exit
     sys.exit(2)
 
 
-def evaluate(model_path, eval_episodes, run_name, device, epsilon=0.05, capture_video=False):
-    """Runs the saved Q-network ε-greedily for `eval_episodes` episodes; returns their episodic returns."""
+def evaluate(model_path, eval_episodes, run_name, device, epsilon=0.05, capture_video=False):  # returns the returns
     checkpoint = torch.load(model_path, map_location=device, weights_only=True)
     env_id, seed = checkpoint["args"]["env_id"], checkpoint["args"]["seed"] + 100_000
     envs = make_env(env_id, 1, capture_video, f"{run_name}-eval")
@@ -241,15 +223,12 @@ if __name__ == "__main__":
     num_iterations = args.total_timesteps // args.num_envs  # whole vector steps (rounded down)
     if num_iterations * args.num_envs // args.train_frequency <= args.learning_starts // args.train_frequency:
         print(f"{SCRIPT}: warning: the run ends before its first gradient step (--learning-starts {args.learning_starts})")
-    os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # rendering videos needs no display
-
     run_time = int(time.time())
     while os.path.exists(f"runs/{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"):
         run_time += 1  # a run that started in the same second owns that name
     run_name = f"{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"
     if args.track:
         import wandb
-
         try:
             wandb.init(project=args.wandb_project_name, entity=args.wandb_entity, name=run_name, config=vars(args),
                        sync_tensorboard=True, save_code=True)  # fmt: skip
@@ -257,8 +236,7 @@ if __name__ == "__main__":
             reason = (str(e).splitlines() or [type(e).__name__])[0]
             fail(f"--track could not start a W&B run ({reason}); run `wandb login` or set WANDB_MODE=offline")
     writer = SummaryWriter(f"runs/{run_name}")
-    table = "\n".join(f"|{key}|{value}|" for key, value in vars(args).items())
-    writer.add_text("hyperparameters", f"|param|value|\n|-|-|\n{table}")
+    writer.add_text("hyperparameters", "|param|value|\n|-|-|\n" + "\n".join(f"|{k}|{v}|" for k, v in vars(args).items()))
     uploaded_videos = set()
 
     def upload_videos(folder):  # W&B gets each finished video once (RecordVideo has no W&B hook)
@@ -271,25 +249,19 @@ if __name__ == "__main__":
     torch.manual_seed(args.seed)
     torch.backends.cudnn.deterministic = args.torch_deterministic
     device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
-
     envs = make_env(args.env_id, args.num_envs, args.capture_video, run_name)
     envs.action_space.seed(args.seed)
-
     network_args = (envs.single_observation_space.shape[0], envs.single_action_space.n, args.n_atoms, args.v_min, args.v_max)
     q_network = QNetwork(*network_args).to(device)
-    optimizer = optim.Adam(q_network.parameters(), lr=args.learning_rate, eps=0.01 / args.batch_size)  # the paper's 0.01 / 32
+    optimizer = torch.optim.Adam(q_network.parameters(), lr=args.learning_rate, eps=0.01 / args.batch_size)  # the paper's ε
     target_network = QNetwork(*network_args).to(device)
     target_network.load_state_dict(q_network.state_dict())
-
     rb = ReplayBuffer(args.buffer_size, envs.single_observation_space.shape, device)
-    exploration_steps = args.exploration_fraction * args.total_timesteps
-
-    global_step, num_updates = 0, 0
+    global_step, num_updates, recent_returns = 0, 0, deque(maxlen=20)
     start_time = last_print = time.time()
-    recent_returns = deque(maxlen=20)
     obs, _ = envs.reset(seed=args.seed)
     for iteration in range(num_iterations):
-        epsilon = epsilon_schedule(args.start_e, args.end_e, exploration_steps, global_step)
+        epsilon = epsilon_schedule(args.start_e, args.end_e, args.exploration_fraction * args.total_timesteps, global_step)
         # ε-greedy per sub-env; the network is only asked when some sub-env acts greedily
         explore = np.random.random(args.num_envs) < epsilon
         actions = envs.action_space.sample()

@@ -1,10 +1,5 @@
-# Parallelised Q-Network (PQN) for Discrete actions on vector observations (classic control).
-# Paper: Gallici et al. 2024, "Simplifying Deep Temporal Difference Learning" (arXiv:2407.04811). No replay buffer and
-# no target network: like PPO, the agent collects short rollouts from parallel envs, turns them into Q(λ) returns with
-# its current network and regresses Q(s, a) on them for a few epochs of minibatches; LayerNorm keeps this stable.
-# CleanRL's published defaults. Deliberate difference from the paper's code: an episode cut by a time limit is not
-# terminal; its return bootstraps from max_a Q of its true final observation, and no λ-return crosses into the next
-# episode. Evaluation acts ε-greedily with ε = 0.05, as dqn.py does.
+# PQN for classic control: Gallici et al. 2024, "Simplifying Deep Temporal Difference Learning"; CleanRL's defaults. Deliberate
+# change: a time-limit cut is not terminal (it bootstraps; no λ-return crosses episodes). Evaluation: ε = 0.05.
 import functools
 import glob
 import importlib.util
@@ -15,14 +10,12 @@ import sys
 import time
 from collections import deque
 from dataclasses import dataclass
-from typing import Optional
 
 import gymnasium as gym
 import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-import torch.optim as optim
 import tyro
 from torch.utils.tensorboard import SummaryWriter
 
@@ -43,7 +36,7 @@ class Args:
     """if toggled, this experiment will be tracked with Weights and Biases"""
     wandb_project_name: str = "cleanRL"
     """the wandb's project name"""
-    wandb_entity: Optional[str] = None
+    wandb_entity: str | None = None
     """the entity (team) of wandb's project"""
     capture_video: bool = False
     """whether to capture videos of the agent performances (check out `videos` folder)"""
@@ -93,8 +86,7 @@ def make_env(env_id, num_envs, capture_video, run_name):
             env = gym.make(env_id)
         return gym.wrappers.RecordEpisodeStatistics(env)
 
-    # SAME_STEP autoreset: a sub-env whose episode ends resets within `step`, its true last observation in info["final_obs"]
-    thunks = [functools.partial(thunk, i) for i in range(num_envs)]
+    thunks = [functools.partial(thunk, i) for i in range(num_envs)]  # SAME_STEP: true last obs in info["final_obs"]
     return gym.vector.SyncVectorEnv(thunks, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
 
 
@@ -107,11 +99,9 @@ def layer_init(layer, std=np.sqrt(2), bias_const=0.0):
 class QNetwork(nn.Module):
     def __init__(self, obs_dim, n_actions):
         super().__init__()
-        self.network = nn.Sequential(
-            layer_init(nn.Linear(obs_dim, 120)), nn.LayerNorm(120), nn.ReLU(),
-            layer_init(nn.Linear(120, 84)), nn.LayerNorm(84), nn.ReLU(),
-            layer_init(nn.Linear(84, n_actions)),
-        )  # fmt: skip
+        self.network = nn.Sequential(layer_init(nn.Linear(obs_dim, 120)), nn.LayerNorm(120), nn.ReLU(),
+                                     layer_init(nn.Linear(120, 84)), nn.LayerNorm(84), nn.ReLU(),
+                                     layer_init(nn.Linear(84, n_actions)))  # fmt: skip
 
     def forward(self, x):
         return self.network(x)
@@ -123,11 +113,9 @@ def epsilon_schedule(start_e, end_e, duration, t):
 
 
 def compute_q_lambda_returns(rewards, q_max, dones, terminations, final_q_max, next_q_max, gamma, q_lambda):
-    """Q(λ) returns (T, N) of a rollout of T steps from N envs: G_t = r_t + γ [λ G_{t+1} + (1 - λ) max_a Q(s_{t+1}, a)],
-    G_T = `next_q_max` (N,), max_a Q of the observation after the last step. (T, N) inputs: `q_max[t]` = max_a Q(s_t, a);
-    `dones[t]`: the episode ended at step t (terminated or truncated); `terminations[t]`: it ended in a terminal state,
-    which bootstraps nothing (G_t = r_t); a truncated step bootstraps from its true final observation only
-    (G_t = r_t + γ `final_q_max[t]`), so no return reaches into the next episode."""
+    """Q(λ) returns, (T, N): G_t = r_t + γ [λ G_{t+1} + (1 - λ) max_a Q(s_{t+1}, a)], G_T = max_a Q(s_T, a) (`next_q_max`).
+    A step that ends an episode (`dones`) bootstraps from its true final observation alone (G_t = r_t + γ `final_q_max[t]`),
+    a terminal one (`terminations`) from nothing, so no return reaches into the next episode. `q_max[t]` = max_a Q(s_t, a)."""
     num_steps = rewards.shape[0]
     returns = torch.zeros_like(rewards)
     next_return = next_q_max
@@ -172,8 +160,7 @@ def fail(message):  # stops before anything is created: one line on stderr, exit
     sys.exit(2)
 
 
-def evaluate(model_path, eval_episodes, run_name, device, epsilon=0.05, capture_video=False):
-    """Runs the saved Q-network ε-greedily for `eval_episodes` episodes; returns their episodic returns."""
+def evaluate(model_path, eval_episodes, run_name, device, epsilon=0.05, capture_video=False):  # returns the returns
     checkpoint = torch.load(model_path, map_location=device, weights_only=True)
     env_id, seed = checkpoint["args"]["env_id"], checkpoint["args"]["seed"] + 100_000
     envs = make_env(env_id, 1, capture_video, f"{run_name}-eval")
@@ -211,15 +198,12 @@ if __name__ == "__main__":
     args.num_iterations = args.total_timesteps // args.batch_size  # whole batches (rounded down)
     if args.num_iterations == 0:
         print(f"{SCRIPT}: warning: the run ends before its first gradient step (one batch is {args.batch_size} steps)")
-    os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # rendering videos needs no display
-
     run_time = int(time.time())
     while os.path.exists(f"runs/{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"):
         run_time += 1  # a run that started in the same second owns that name
     run_name = f"{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"
     if args.track:
         import wandb
-
         try:
             wandb.init(project=args.wandb_project_name, entity=args.wandb_entity, name=run_name, config=vars(args),
                        sync_tensorboard=True, save_code=True)  # fmt: skip
@@ -227,8 +211,7 @@ if __name__ == "__main__":
             reason = (str(e).splitlines() or [type(e).__name__])[0]
             fail(f"--track could not start a W&B run ({reason}); run `wandb login` or set WANDB_MODE=offline")
     writer = SummaryWriter(f"runs/{run_name}")
-    table = "\n".join(f"|{key}|{value}|" for key, value in vars(args).items())
-    writer.add_text("hyperparameters", f"|param|value|\n|-|-|\n{table}")
+    writer.add_text("hyperparameters", "|param|value|\n|-|-|\n" + "\n".join(f"|{k}|{v}|" for k, v in vars(args).items()))
     uploaded_videos = set()
 
     def upload_videos(folder):  # W&B gets each finished video once (RecordVideo has no W&B hook)
@@ -241,22 +224,16 @@ if __name__ == "__main__":
     torch.manual_seed(args.seed)
     torch.backends.cudnn.deterministic = args.torch_deterministic
     device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
-
     envs = make_env(args.env_id, args.num_envs, args.capture_video, run_name)
     envs.action_space.seed(args.seed)
-
     q_network = QNetwork(envs.single_observation_space.shape[0], envs.single_action_space.n).to(device)
-    optimizer = optim.RAdam(q_network.parameters(), lr=args.learning_rate)
-
+    optimizer = torch.optim.RAdam(q_network.parameters(), lr=args.learning_rate)
     rollout = (args.num_steps, args.num_envs)
     obs = torch.zeros(rollout + envs.single_observation_space.shape).to(device)
     actions = torch.zeros(rollout, dtype=torch.long).to(device)
     rewards, dones, terminations, q_max, final_q_max = (torch.zeros(rollout).to(device) for _ in range(5))
-    exploration_steps = args.exploration_fraction * args.total_timesteps
-
-    global_step = 0
+    global_step, recent_returns = 0, deque(maxlen=20)
     start_time = last_print = time.time()
-    recent_returns = deque(maxlen=20)
     next_obs, _ = envs.reset(seed=args.seed)
     next_obs = torch.as_tensor(next_obs, dtype=torch.float32, device=device)
     for iteration in range(1, args.num_iterations + 1):
@@ -264,7 +241,7 @@ if __name__ == "__main__":
             optimizer.param_groups[0]["lr"] = (1.0 - (iteration - 1.0) / args.num_iterations) * args.learning_rate
 
         for step in range(0, args.num_steps):
-            epsilon = epsilon_schedule(args.start_e, args.end_e, exploration_steps, global_step)
+            epsilon = epsilon_schedule(args.start_e, args.end_e, args.exploration_fraction * args.total_timesteps, global_step)
             global_step += args.num_envs
             obs[step] = next_obs
 
@@ -284,9 +261,8 @@ if __name__ == "__main__":
             if "final_info" in infos:
                 truncated = np.nonzero(truncation & ~termination)[0]
                 if len(truncated) > 0:  # a truncated episode bootstraps from its true final observation
-                    final_obs = np.stack(infos["final_obs"][truncated])
+                    final_obs = torch.as_tensor(np.stack(infos["final_obs"][truncated]), dtype=torch.float32, device=device)
                     with torch.no_grad():
-                        final_obs = torch.as_tensor(final_obs, dtype=torch.float32, device=device)
                         final_q_max[step, truncated] = q_network(final_obs).max(dim=1).values
                 if "episode" in infos["final_info"]:
                     episode = infos["final_info"]["episode"]
