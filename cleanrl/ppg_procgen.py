@@ -3,12 +3,11 @@
 # their observations, which fit an auxiliary value head on the shared trunk (and the value head) to the phase's returns
 # while a behaviour-cloning KL keeps the policy. CleanRL's published defaults: the PPG code's "detach" architecture (one
 # network, the value head on detached features), normalised initialisation, advantages normalised over the whole batch.
-# Deliberate differences from CleanRL's script: envpool's games (StarpilotEasy-v0: procgen's starpilot, easy mode, as the
-# procgen package has no wheel for Python 3.11 with NumPy 2), levels following --seed; a game cut by its time limit
-# bootstraps from its true final observation; envpool's reset step after a game (action ignored) is in no loss of either
-# phase; the logged return is the raw game score; gymnasium 1.x's NormalizeReward; `--max-episode-steps` can shorten a
-# game; --anneal-lr anneals over the whole run; --v-value above 1 adds value-only epochs. Memory: the auxiliary buffer
-# keeps n_iteration x num_envs x num_steps observations of 12 KiB in CPU memory, 6.0 GiB at the defaults (checked).
+# Deliberate changes: envpool's games (StarpilotEasy-v0 = procgen's starpilot, easy mode; procgen has no wheel for Python
+# 3.11 with NumPy 2), levels from --seed; a truncated game bootstraps from V(true final obs); envpool's reset steps are in
+# no loss of either phase; the logged return is the raw game score; gymnasium 1.x's NormalizeReward; --max-episode-steps
+# can shorten a game; --anneal-lr anneals over the whole run; --v-value above 1 adds value-only epochs. Memory: the
+# auxiliary buffer keeps n_iteration x num_envs x num_steps observations of 12 KiB in CPU memory, 6.0 GiB at the defaults.
 import difflib
 import glob
 import importlib.util
@@ -19,7 +18,6 @@ import sys
 import time
 from collections import deque
 from dataclasses import dataclass
-from typing import Optional
 
 import envpool
 import gymnasium as gym
@@ -49,7 +47,7 @@ class Args:
     """if toggled, this experiment will be tracked with Weights and Biases"""
     wandb_project_name: str = "cleanRL"
     """the wandb's project name"""
-    wandb_entity: Optional[str] = None
+    wandb_entity: str | None = None
     """the entity (team) of wandb's project"""
     capture_video: bool = False
     """whether to capture videos of the agent performances (check out `videos` folder)"""
@@ -64,7 +62,7 @@ class Args:
     """the id of the envpool Procgen game (e.g. BigfishEasy-v0, BossfightEasy-v0, StarpilotHard-v0)"""
     total_timesteps: int = 25000000
     """total environment steps of the experiment"""
-    max_episode_steps: Optional[int] = None
+    max_episode_steps: int | None = None
     """the time limit of a game in agent steps (None: the game's own, e.g. 1000 for Starpilot; it cannot be raised)"""
     learning_rate: float = 5e-4
     """the learning rate of the optimizer"""
@@ -92,7 +90,7 @@ class Args:
     """coefficient of the value function"""
     max_grad_norm: float = 0.5
     """the maximum norm for the gradient clipping"""
-    target_kl: Optional[float] = None
+    target_kl: float | None = None
     """the target KL divergence threshold (stops the epochs of an update early)"""
 
     n_iteration: int = 32
@@ -219,14 +217,11 @@ def reset_step_mask(dones, last_done):  # (T, N): 0 at envpool's reset steps; la
 def compute_gae(rewards, values, dones, terminations, next_value, gamma, gae_lambda):
     """GAE advantages and λ-returns, (T, N). Under NEXT_STEP the observation after a done is the game's true final one:
     values[t + 1] (or `next_value`) bootstraps a truncation, a termination nothing; the λ-chain stops at every done."""
-    num_steps = rewards.shape[0]
-    advantages = torch.zeros_like(rewards)
-    lastgaelam = torch.zeros_like(next_value)
-    for t in reversed(range(num_steps)):
-        nextvalues = next_value if t == num_steps - 1 else values[t + 1]
+    advantages, lastgaelam = torch.zeros_like(rewards), torch.zeros_like(next_value)
+    for t in reversed(range(len(rewards))):
+        nextvalues = next_value if t == len(rewards) - 1 else values[t + 1]
         delta = rewards[t] + gamma * (1.0 - terminations[t]) * nextvalues - values[t]
-        lastgaelam = delta + gamma * gae_lambda * (1.0 - dones[t]) * lastgaelam
-        advantages[t] = lastgaelam
+        advantages[t] = lastgaelam = delta + gamma * gae_lambda * (1.0 - dones[t]) * lastgaelam
     return advantages, advantages + values
 
 
@@ -333,14 +328,11 @@ if __name__ == "__main__":
             fail(error)
     args.batch_size = int(args.num_envs * args.num_steps)
     args.minibatch_size = int(args.batch_size // args.num_minibatches)
-    args.num_phases = args.total_timesteps // (args.n_iteration * args.batch_size)
+    args.num_phases = args.total_timesteps // (args.n_iteration * args.batch_size)  # rounded down to whole phases
     args.num_iterations = args.num_phases * args.n_iteration
     args.aux_batch_rollouts = int(args.num_envs * args.n_iteration)
     if args.num_phases == 0:
         print(f"{SCRIPT}: warning: the run ends before its first gradient step (--total-timesteps below one phase)")
-    elif args.total_timesteps != args.num_iterations * args.batch_size:
-        print(f"running {args.num_iterations * args.batch_size} steps: --total-timesteps rounded down to whole phases")
-
     run_time = int(time.time())
     while os.path.exists(f"runs/{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"):
         run_time += 1  # a run that started in the same second owns that name
@@ -355,8 +347,7 @@ if __name__ == "__main__":
             reason = (str(e).splitlines() or [type(e).__name__])[0]
             fail(f"--track could not start a W&B run ({reason}); run `wandb login` or set WANDB_MODE=offline")
     writer = SummaryWriter(f"runs/{run_name}")
-    table = "\n".join(f"|{key}|{value}|" for key, value in vars(args).items())
-    writer.add_text("hyperparameters", f"|param|value|\n|-|-|\n{table}")
+    writer.add_text("hyperparameters", "|param|value|\n|-|-|\n" + "\n".join(f"|{k}|{v}|" for k, v in vars(args).items()))
     uploaded_videos = set()
 
     def upload_videos(folder):  # W&B gets each finished video once (the videos are written by this script)
@@ -369,7 +360,6 @@ if __name__ == "__main__":
     torch.manual_seed(args.seed)
     torch.backends.cudnn.deterministic = args.torch_deterministic
     device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
-
     envs = make_env(args.env_id, args.num_envs, args.seed, args.max_episode_steps, args.capture_video)  # levels: seed + i
     print(f"{args.env_id}: time limit {envs.max_episode_steps} steps (the game's own: {envs.spec.config.max_episode_steps}); "
           f"rewards divided by a running std of the discounted return (γ {args.gamma}) and clipped to ±10 for learning")
@@ -388,14 +378,12 @@ if __name__ == "__main__":
     aux_old_logits = torch.empty((args.aux_batch_rollouts, args.num_steps, n_actions))
     print(f"auxiliary buffer: --n-iteration {args.n_iteration} x --num-envs {args.num_envs} x --num-steps {args.num_steps} "
           f"= {args.aux_batch_rollouts * args.num_steps} observations, {aux_buffer_bytes(args) / 2**30:.2f} GiB of CPU memory")
-    global_step = 0
+    global_step, recent_returns = 0, deque(maxlen=20)
     start_time = last_print = time.time()
-    recent_returns = deque(maxlen=20)
     episode_scores = np.zeros(args.num_envs)
     next_obs = torch.as_tensor(envs.reset()[0], device=device)
     recorder = GameVideoRecorder(envs, f"videos/{run_name}") if args.capture_video else None
     last_done = torch.zeros(args.num_envs, device=device)  # the previous rollout's last row of `dones`
-
     for iteration in range(1, args.num_iterations + 1):
         if args.anneal_lr:
             frac = 1.0 - (iteration - 1.0) / args.num_iterations
@@ -448,16 +436,14 @@ if __name__ == "__main__":
         for epoch in range(max(args.e_policy, args.v_value)):  # the first min(E_π, E_V) epochs train both
             np.random.shuffle(b_inds)
             for start in range(0, args.batch_size, args.minibatch_size):
-                end = start + args.minibatch_size
-                mb_inds = b_inds[start:end]
+                mb_inds = b_inds[start : start + args.minibatch_size]
                 mb_valid = b_valid[mb_inds]  # reset steps count in no loss
 
                 _, newlogprob, entropy, newvalue = agent.get_action_and_value(b_obs[mb_inds], b_actions[mb_inds])
                 logratio = newlogprob - b_logprobs[mb_inds]
                 ratio = logratio.exp()
 
-                with torch.no_grad():
-                    # http://joschu.net/blog/kl-approx.html
+                with torch.no_grad():  # http://joschu.net/blog/kl-approx.html
                     old_approx_kl = masked_mean(-logratio, mb_valid)
                     approx_kl = masked_mean((ratio - 1) - logratio, mb_valid)
                     clipfracs.append(masked_mean(((ratio - 1.0).abs() > args.clip_coef).float(), mb_valid))

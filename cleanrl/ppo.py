@@ -86,11 +86,12 @@ class Args:
 
 
 def make_env(env_id, num_envs, capture_video, run_name):
-    """`num_envs` envs; SAME_STEP autoreset: a step that ends an episode resets it and puts its last obs in final_obs"""
-
     def thunk(idx):
-        env = gym.make(env_id, render_mode="rgb_array") if capture_video and idx == 0 else gym.make(env_id)
-        env = gym.wrappers.RecordVideo(env, f"videos/{run_name}") if capture_video and idx == 0 else env
+        if capture_video and idx == 0:
+            env = gym.make(env_id, render_mode="rgb_array")
+            env = gym.wrappers.RecordVideo(env, f"videos/{run_name}")
+        else:
+            env = gym.make(env_id)
         return gym.wrappers.RecordEpisodeStatistics(env)
 
     envs = [functools.partial(thunk, i) for i in range(num_envs)]
@@ -143,9 +144,8 @@ def validation_error(args, env):
     batch_size, minibatches = args.num_envs * args.num_steps, max(args.num_minibatches, 1)  # every row is computed
     sizes = ("num_envs", "num_steps", "num_minibatches", "update_epochs")
     checks = [
-        (not isinstance(env.action_space, gym.spaces.Discrete),
-         f"{args.env_id} has {env.action_space} actions; {SCRIPT} supports Discrete ones "
-         "(for Box ones use ppo_continuous_action.py)"),
+        (not isinstance(env.action_space, gym.spaces.Discrete), f"{args.env_id} has {env.action_space} actions; {SCRIPT} "
+         "supports Discrete ones (for Box ones use ppo_continuous_action.py)"),
         (not isinstance(env.observation_space, gym.spaces.Box) or len(env.observation_space.shape) != 1,
          f"{args.env_id} has {env.observation_space} observations; {SCRIPT} supports 1-D Box ones"),
         (min(getattr(args, k) for k in sizes) < 1, f"--{', --'.join(k.replace('_', '-') for k in sizes)} must be at least 1"),
@@ -201,11 +201,9 @@ if __name__ == "__main__":
             fail(error)
     args.batch_size = int(args.num_envs * args.num_steps)
     args.minibatch_size = int(args.batch_size // args.num_minibatches)
-    args.num_iterations = args.total_timesteps // args.batch_size
+    args.num_iterations = args.total_timesteps // args.batch_size  # rounded down to whole batches
     if args.num_iterations == 0:
         print(f"{SCRIPT}: warning: the run ends before its first gradient step (--total-timesteps below one batch)")
-    elif args.total_timesteps % args.batch_size != 0:
-        print(f"running {args.num_iterations * args.batch_size} steps: --total-timesteps rounded down to whole batches")
     if args.capture_video:
         os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # rgb_array rendering needs no display
     run_time = int(time.time())
@@ -299,15 +297,13 @@ if __name__ == "__main__":
         for _epoch in range(args.update_epochs):
             np.random.shuffle(b_inds)
             for start in range(0, args.batch_size, args.minibatch_size):
-                end = start + args.minibatch_size
-                mb_inds = b_inds[start:end]
+                mb_inds = b_inds[start : start + args.minibatch_size]
 
                 _, newlogprob, entropy, newvalue = agent.get_action_and_value(b_obs[mb_inds], b_actions[mb_inds])
                 logratio = newlogprob - b_logprobs[mb_inds]
                 ratio = logratio.exp()
 
-                with torch.no_grad():
-                    # http://joschu.net/blog/kl-approx.html
+                with torch.no_grad():  # http://joschu.net/blog/kl-approx.html
                     old_approx_kl = (-logratio).mean()
                     approx_kl = ((ratio - 1) - logratio).mean()
                     clipfracs.append(((ratio - 1.0).abs() > args.clip_coef).float().mean())

@@ -21,6 +21,7 @@ import torch
 import torch.nn as nn
 import torch.optim as optim
 import tyro
+from stable_baselines3.common.atari_wrappers import EpisodicLifeEnv, FireResetEnv, NoopResetEnv
 from torch.distributions.categorical import Categorical
 from torch.utils.tensorboard import SummaryWriter
 
@@ -92,55 +93,14 @@ class Args:
     """a game is truncated after this many agent steps of 4 frames, its no-op start included (27000: ALE's own limit)"""
 
 
-class NoopResetEnv(gym.Wrapper):  # starts every game with a random number (1 to noop_max) of NOOP actions
-    def __init__(self, env, noop_max=30):
-        super().__init__(env)
-        self.noop_max = noop_max
-
-    def reset(self, **kwargs):
-        obs, info = self.env.reset(**kwargs)
-        for _ in range(self.unwrapped.np_random.integers(1, self.noop_max + 1)):
-            obs, _, terminated, truncated, info = self.env.step(0)
-            if terminated or truncated:
-                obs, info = self.env.reset()
-        return obs, info
-
-
-class EpisodicLifeEnv(gym.Wrapper):  # each life loss is terminal for the agent; the game resets only when it is over
-    lives, game_over = 0, True
-
-    def step(self, action):
-        obs, reward, terminated, truncated, info = self.env.step(action)
-        self.game_over, lives = terminated or truncated, self.unwrapped.ale.lives()
-        terminated, self.lives = terminated or 0 < lives < self.lives, lives
-        return obs, reward, terminated, truncated, info
-
-    def reset(self, **kwargs):
-        if not self.game_over:  # a lost life: carry on from the current game state with one NOOP
-            obs, _, terminated, truncated, info = self.env.step(0)
-        if self.game_over or terminated or truncated:
-            obs, info = self.env.reset(**kwargs)
-        self.lives = self.unwrapped.ale.lives()
-        return obs, info
-
-
-class FireResetEnv(gym.Wrapper):  # presses FIRE after every reset, for games that wait for it before they start
-    def reset(self, **kwargs):
-        self.env.reset(**kwargs)
-        for action in (1, 2):  # FIRE, then action 2, as OpenAI Baselines' FireResetEnv
-            obs, _, terminated, truncated, info = self.env.step(action)
-            if terminated or truncated:
-                obs, info = self.env.reset()
-        return obs, info
-
-
 def make_env(env_id, num_envs, capture_video, run_name, max_episode_steps):
-    """`num_envs` games; SAME_STEP autoreset: a step that ends an episode resets it and puts its last obs in final_obs"""
-
     def thunk(idx):
-        render_mode = "rgb_array" if capture_video and idx == 0 else None  # ALE itself truncates a game at the time limit
-        env = gym.make(env_id, frameskip=1, max_num_frames_per_episode=4 * max_episode_steps, render_mode=render_mode)
-        env = gym.wrappers.RecordVideo(env, f"videos/{run_name}") if capture_video and idx == 0 else env
+        max_frames = 4 * max_episode_steps  # ALE itself truncates a game at the time limit
+        if capture_video and idx == 0:
+            env = gym.make(env_id, frameskip=1, max_num_frames_per_episode=max_frames, render_mode="rgb_array")
+            env = gym.wrappers.RecordVideo(env, f"videos/{run_name}")
+        else:
+            env = gym.make(env_id, frameskip=1, max_num_frames_per_episode=max_frames)
         # statistics of the raw game, before life loss and reward clipping; its lengths count frames (4 per step)
         env = gym.wrappers.RecordEpisodeStatistics(env)
         env = NoopResetEnv(env, noop_max=30)
@@ -288,11 +248,9 @@ if __name__ == "__main__":
             fail(error)
     args.batch_size = int(args.num_envs * args.num_steps)
     args.minibatch_size = int(args.batch_size // args.num_minibatches)
-    args.num_iterations = args.total_timesteps // args.batch_size
+    args.num_iterations = args.total_timesteps // args.batch_size  # rounded down to whole batches
     if args.num_iterations == 0:
         print(f"{SCRIPT}: warning: the run ends before its first gradient step (--total-timesteps below one batch)")
-    elif args.total_timesteps % args.batch_size != 0:
-        print(f"running {args.num_iterations * args.batch_size} steps: --total-timesteps rounded down to whole batches")
     run_time = int(time.time())
     while os.path.exists(f"runs/{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"):
         run_time += 1  # a run that started in the same second owns that name
@@ -406,8 +364,7 @@ if __name__ == "__main__":
                 logratio = newlogprob - logprobs[:, mb_envs]
                 ratio = logratio.exp()
 
-                with torch.no_grad():
-                    # http://joschu.net/blog/kl-approx.html
+                with torch.no_grad():  # http://joschu.net/blog/kl-approx.html
                     old_approx_kl = (-logratio).mean()
                     approx_kl = ((ratio - 1) - logratio).mean()
                     clipfracs.append(((ratio - 1.0).abs() > args.clip_coef).float().mean())

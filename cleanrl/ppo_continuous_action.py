@@ -1,7 +1,6 @@
-# PPO (Schulman et al. 2017, arXiv:1707.06347; GAE: arXiv:1506.02438) for continuous (Box) actions, e.g. MuJoCo, in the
-# paper's setting (2048 steps, 10 epochs, 32 minibatches, lr 3e-4, state-independent log-std) with CleanRL's observation
-# and reward normalisation. Deliberate changes: truncations bootstrap from V(true final obs); the sample is stored unclipped
-# (the env clips each dimension to its bounds); the saved model carries the observation statistics, used frozen to evaluate.
+# PPO (Schulman et al. 2017, arXiv:1707.06347; GAE: arXiv:1506.02438) for Box actions (e.g. MuJoCo) in the paper's setting
+# (2048 steps, 10 epochs, 32 minibatches, lr 3e-4) with CleanRL's observation and reward normalisation. Deliberate changes:
+# truncations bootstrap from V(true final obs); the saved model keeps the observation statistics, used frozen to evaluate.
 import functools
 import glob
 import importlib.util
@@ -88,11 +87,12 @@ class Args:
 
 
 def make_env(env_id, num_envs, capture_video, run_name, gamma):
-    """`num_envs` envs; SAME_STEP autoreset: a step that ends an episode resets it and puts its last obs in final_obs"""
-
     def thunk(idx):
-        env = gym.make(env_id, render_mode="rgb_array") if capture_video and idx == 0 else gym.make(env_id)
-        env = gym.wrappers.RecordVideo(env, f"videos/{run_name}") if capture_video and idx == 0 else env
+        if capture_video and idx == 0:
+            env = gym.make(env_id, render_mode="rgb_array")
+            env = gym.wrappers.RecordVideo(env, f"videos/{run_name}")
+        else:
+            env = gym.make(env_id)
         env = gym.wrappers.FlattenObservation(env)
         env = gym.wrappers.RecordEpisodeStatistics(env)  # statistics of the raw task, before reward normalisation
         env = gym.wrappers.ClipAction(env)
@@ -105,8 +105,7 @@ def make_env(env_id, num_envs, capture_video, run_name, gamma):
     return gym.vector.SyncVectorEnv(envs, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
 
 
-def obs_normalizers(envs):
-    """The NormalizeObservation wrapper of every sub-env of a SyncVectorEnv."""
+def obs_normalizers(envs):  # the NormalizeObservation wrapper of every sub-env of a SyncVectorEnv
     normalizers = []
     for env in envs.envs:
         while not isinstance(env, gym.wrappers.NormalizeObservation):
@@ -120,10 +119,9 @@ def merge_obs_rms(normalizers):
     counts = np.array([n.obs_rms.count for n in normalizers])
     means = np.stack([n.obs_rms.mean for n in normalizers])
     variances = np.stack([n.obs_rms.var for n in normalizers])
-    count = counts.sum()
-    mean = (counts[:, None] * means).sum(0) / count
-    var = (counts[:, None] * (variances + (means - mean) ** 2)).sum(0) / count
-    return mean, var, float(count)
+    mean = (counts[:, None] * means).sum(0) / counts.sum()
+    var = (counts[:, None] * (variances + (means - mean) ** 2)).sum(0) / counts.sum()
+    return mean, var, float(counts.sum())
 
 
 def layer_init(layer, std=np.sqrt(2), bias_const=0.0):
@@ -152,8 +150,7 @@ class Agent(nn.Module):
 
     def get_action_and_value(self, x, action=None):
         action_mean = self.actor_mean(x)
-        action_logstd = self.actor_logstd.expand_as(action_mean)
-        probs = Normal(action_mean, torch.exp(action_logstd), validate_args=False)  # no argument checks: they cost time
+        probs = Normal(action_mean, self.actor_logstd.expand_as(action_mean).exp(), validate_args=False)  # unchecked: faster
         if action is None:
             action = probs.sample()
         return action, probs.log_prob(action).sum(1), probs.entropy().sum(1), self.critic(x)
@@ -202,10 +199,9 @@ def evaluate(model_path, eval_episodes, run_name, device, capture_video=False):
     checkpoint = torch.load(model_path, map_location=device, weights_only=True)
     saved = checkpoint["args"]
     envs = make_env(saved["env_id"], 1, capture_video, f"{run_name}-eval", saved["gamma"])
-    normalizer = obs_normalizers(envs)[0]
-    normalizer.obs_rms.mean = checkpoint["obs_rms"]["mean"].numpy().astype(np.float64)
-    normalizer.obs_rms.var = checkpoint["obs_rms"]["var"].numpy().astype(np.float64)
-    normalizer.obs_rms.count, normalizer.update_running_mean = checkpoint["obs_rms"]["count"], False  # frozen
+    normalizer, obs_rms = obs_normalizers(envs)[0], checkpoint["obs_rms"]
+    normalizer.obs_rms.mean, normalizer.obs_rms.var = obs_rms["mean"].double().numpy(), obs_rms["var"].double().numpy()
+    normalizer.obs_rms.count, normalizer.update_running_mean = obs_rms["count"], False  # frozen
     agent = Agent(envs.single_observation_space.shape[0], envs.single_action_space.shape[0]).to(device)
     agent.load_state_dict(checkpoint["model"])
     obs, _ = envs.reset(seed=saved["seed"] + 100_000)
@@ -227,18 +223,15 @@ if __name__ == "__main__":
         env = gym.make(args.env_id, render_mode="rgb_array") if args.capture_video else gym.make(args.env_id)
     except Exception as e:
         hint = " (pip install 'shimmy[dm-control]')" if args.env_id.startswith("dm_control/") else ""
-        hint += f" (with MUJOCO_GL={gl}; headless machines need egl, the default when unset)" if gl and gl != "egl" else ""
-        fail(f"cannot make {args.env_id!r}: {e}{hint}")
+        fail(f"cannot make {args.env_id!r}: {e}{hint}" + (f" (with MUJOCO_GL={gl})" if gl else ""))
     if error := validation_error(args, env):
         fail(error)
-    if args.capture_video:  # one frame now: a missing display or GL back-end shows before the training, not after it
-        try:
-            with warnings.catch_warnings(action="ignore"):  # GL back-ends warn on the way to their error
-                env.reset(seed=0)
-                env.render()
-        except Exception as e:
-            fail(f"--capture-video cannot render {args.env_id} with MUJOCO_GL={gl} ({type(e).__name__}: "
-                 f"{(str(e).splitlines() or [''])[0]}); headless machines need MUJOCO_GL=egl")  # fmt: skip
+    if args.capture_video:  # a video renders its first frame now, not after the training
+        with warnings.catch_warnings(action="ignore"):  # GL back-ends warn on the way to their errors: one line
+            try:
+                env.reset(seed=0), env.render()
+            except Exception as e:
+                fail(f"cannot render {args.env_id} with MUJOCO_GL={gl} (headless machines need egl): {e}")
     if args.upload_model:  # the Hub upload is shared plumbing, in cleanrl_utils/huggingface.py
         hub = importlib.util.find_spec("cleanrl_utils") and importlib.import_module("cleanrl_utils.huggingface")
         error = hub.upload_error(args) if hub else "--upload-model needs cleanrl_utils (pip install -e . in a cleanrl clone)"
@@ -246,11 +239,9 @@ if __name__ == "__main__":
             fail(error)
     args.batch_size = int(args.num_envs * args.num_steps)
     args.minibatch_size = int(args.batch_size // args.num_minibatches)
-    args.num_iterations = args.total_timesteps // args.batch_size
+    args.num_iterations = args.total_timesteps // args.batch_size  # rounded down to whole batches
     if args.num_iterations == 0:
         print(f"{SCRIPT}: warning: the run ends before its first gradient step (--total-timesteps below one batch)")
-    elif args.total_timesteps % args.batch_size != 0:
-        print(f"running {args.num_iterations * args.batch_size} steps: --total-timesteps rounded down to whole batches")
     run_time = int(time.time())
     while os.path.exists(f"runs/{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"):
         run_time += 1  # a run that started in the same second owns that name
@@ -342,15 +333,13 @@ if __name__ == "__main__":
         for _epoch in range(args.update_epochs):
             np.random.shuffle(b_inds)
             for start in range(0, args.batch_size, args.minibatch_size):
-                end = start + args.minibatch_size
-                mb_inds = b_inds[start:end]
+                mb_inds = b_inds[start : start + args.minibatch_size]
 
                 _, newlogprob, entropy, newvalue = agent.get_action_and_value(b_obs[mb_inds], b_actions[mb_inds])
                 logratio = newlogprob - b_logprobs[mb_inds]
                 ratio = logratio.exp()
 
-                with torch.no_grad():
-                    # http://joschu.net/blog/kl-approx.html
+                with torch.no_grad():  # http://joschu.net/blog/kl-approx.html
                     old_approx_kl = (-logratio).mean()
                     approx_kl = ((ratio - 1) - logratio).mean()
                     clipfracs.append(((ratio - 1.0).abs() > args.clip_coef).float().mean())

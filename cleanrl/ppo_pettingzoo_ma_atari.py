@@ -1,8 +1,6 @@
-# Proximal Policy Optimization (PPO) by self-play on PettingZoo's multi-player Atari games (Terry et al. 2021) with
-# SuperSuit's preprocessing: one Nature-CNN agent plays every player of every game, each player a sub-env told apart by
-# agent-indicator planes. Papers: Schulman et al. 2017 (arXiv:1707.06347), its Atari setting; GAE, Schulman et al. 2016.
-# Deliberate differences from CleanRL's script: a game cut by --max-cycles bootstraps from V(true final observation); the
-# logged returns are each player's game score; the indicator planes (255 in SuperSuit 3.11) are scaled by 1/255 too.
+# PPO (Schulman et al. 2017, arXiv:1707.06347; GAE: arXiv:1506.02438) by self-play on PettingZoo Atari (Terry et al. 2021):
+# one CNN agent plays every player, each a sub-env told apart by indicator planes. Deliberate changes: a game cut by
+# --max-cycles bootstraps from V(true final obs); the logged returns are each player's game score; the planes are scaled too.
 import functools
 import glob
 import importlib.util
@@ -13,7 +11,6 @@ import sys
 import time
 from collections import deque
 from dataclasses import dataclass
-from difflib import get_close_matches
 
 import ale_py
 import numpy as np
@@ -29,7 +26,7 @@ from torch.utils.tensorboard import SummaryWriter
 
 SCRIPT = os.path.basename(__file__)
 ROMS = os.path.join(os.path.dirname(ale_py.__file__), "roms")  # the ROMs that ship inside ale-py (no AutoROM download)
-# games that can put a player out before the game ends: SuperSuit's vector env needs every player until the end
+# not the games that can put a player out before the end: SuperSuit's vector env needs every player until the end
 ELIMINATING = {"joust_v3", "mario_bros_v3", "maze_craze_v3", "warlords_v3", "wizard_of_wor_v3"}
 GAMES = sorted(name.split("/")[1] for name in atari_environments if name.split("/")[1] not in ELIMINATING)
 
@@ -99,20 +96,17 @@ class Args:
 
 class RecordGame(BaseParallelWrapper):
     """Puts a finished game's statistics in every player's info on its last step, `info["episode"] = {"r": {player:
-    score}, "l": agent steps}`; with `video_folder`, films the games `capped_cubic_video_schedule` picks (0, 1, 8, ...,
-    1000, 2000, ...) from first to final observation (a game still running at `close`: as far as it got)."""
+    score}, "l": agent steps}`; with `video_folder`, films the games RecordVideo would (0, 1, 8, ..., 1000, 2000, ...)."""
 
     def __init__(self, env, video_folder=None):
         super().__init__(env)
-        self.video_folder, self.game, self.frames = video_folder, -1, None
+        self.video_folder, self.game = video_folder, -1
+        self.video = video_folder and importlib.import_module("gymnasium.utils.save_video")  # moviepy: only when filming
 
     def reset(self, seed=None, options=None):
-        self.returns, self.length = dict.fromkeys(self.env.possible_agents, 0.0), 0
-        result, self.game = self.env.reset(seed=seed, options=options), self.game + 1
-        if self.video_folder:
-            from gymnasium.utils.save_video import capped_cubic_video_schedule  # needs moviepy: only when filming
-
-            self.frames = [self.env.render()] if capped_cubic_video_schedule(self.game) else None
+        self.returns, self.length, self.game = dict.fromkeys(self.env.possible_agents, 0.0), 0, self.game + 1
+        result = self.env.reset(seed=seed, options=options)
+        self.frames = [self.env.render()] if self.video and self.video.capped_cubic_video_schedule(self.game) else []
         return result
 
     def step(self, actions):
@@ -120,30 +114,18 @@ class RecordGame(BaseParallelWrapper):
         for agent, reward in rewards.items():
             self.returns[agent] += float(reward)
         self.length += 1
-        if self.frames is not None:
+        if self.frames:
             self.frames.append(self.env.render())
         if all(terminations[agent] or truncations[agent] for agent in terminations):
             for agent in infos:
                 infos[agent]["episode"] = {"r": dict(self.returns), "l": self.length}
-            self.write_video()
+            if self.frames:  # first to final observation; 15 per second (of 60 frames, 4 per agent step): real time
+                self.video.save_video(self.frames, self.video_folder, episode_index=self.game, fps=15)
         return observations, rewards, terminations, truncations, infos
-
-    def write_video(self):
-        if self.frames is not None:
-            from gymnasium.utils.save_video import save_video
-
-            save_video(self.frames, self.video_folder, episode_index=self.game, fps=self.env.metadata["render_fps"] / 4)
-            self.frames = None
-
-    def close(self):
-        if self.frames is not None and len(self.frames) > 1:
-            self.write_video()
-        self.env.close()
 
 
 def make_vector_env(env_id, num_games, capture_video, run_name, max_cycles):
-    """One sub-env per player, game g's players at g * players + 0, 1, ...; a finished game resets within the same
-    `step` (SB3 style), the players' true final observations in their info["terminal_observation"]."""
+    """One sub-env per player (game g's at g * players + 0, 1, ...); SB3 autoreset: info["terminal_observation"]"""
 
     def thunk(idx):
         film = capture_video and idx == 0
@@ -157,7 +139,7 @@ def make_vector_env(env_id, num_games, capture_video, run_name, max_cycles):
         env = ss.agent_indicator_v0(ss.frame_stack_v1(env, 4), type_only=False)
         return ss.pettingzoo_env_to_vec_env_v1(env)
 
-    # made one by one (concat_vec_envs_v1 would clone one by pickling), so that only game 0 is filmed
+    # made one by one (concat_vec_envs_v1 would clone game 0 by pickling it), so that game 0 alone is filmed
     return ss.vector.ConcatVecEnv([functools.partial(thunk, g) for g in range(num_games)])
 
 
@@ -179,14 +161,12 @@ class Agent(nn.Module):
         self.actor = layer_init(nn.Linear(512, n_actions), std=0.01)
         self.critic = layer_init(nn.Linear(512, 1), std=1)
 
-    def hidden(self, x):  # (B, 84, 84, 4 frames + 1 plane per player) uint8, channels last; the planes are 0 or 255
-        return self.network(x.permute(0, 3, 1, 2) / 255.0)
-
+    # x: (B, 84, 84, 4 frames + 1 plane per player) uint8, channels last; the planes are 0 or 255, scaled like the frames
     def get_value(self, x):
-        return self.critic(self.hidden(x))
+        return self.critic(self.network(x.permute(0, 3, 1, 2) / 255.0))
 
     def get_action_and_value(self, x, action=None):
-        hidden = self.hidden(x)
+        hidden = self.network(x.permute(0, 3, 1, 2) / 255.0)
         probs = Categorical(logits=self.actor(hidden), validate_args=False)  # no argument checks: they cost time
         if action is None:
             action = probs.sample()
@@ -194,8 +174,7 @@ class Agent(nn.Module):
 
 
 def compute_gae(rewards, values, dones, terminations, final_values, next_value, gamma, gae_lambda):
-    """GAE(γ, λ) advantages and returns, (T, N). An episode that ended at step t (`dones`) bootstraps from `final_values`
-    (V of its true final observation) unless it terminated (`terminations`); `next_value` (N,): V(obs after the rollout)."""
+    """GAE(γ, λ) advantages and λ-returns, (T, N): terminal steps bootstrap 0, truncated ones V(true final obs)."""
     advantages, lastgaelam = torch.zeros_like(rewards), torch.zeros_like(next_value)
     for t in reversed(range(len(rewards))):
         nextvalues = next_value if t == len(rewards) - 1 else values[t + 1]
@@ -206,11 +185,8 @@ def compute_gae(rewards, values, dones, terminations, final_values, next_value, 
 
 
 def env_error(env_id):  # why this script cannot play `env_id`, as one line, or None (cleanrl_utils.enjoy asks too)
-    if env_id in ELIMINATING:
-        return f"{env_id} can put a player out before the game ends, which {SCRIPT} cannot play; use another, e.g. pong_v3"
-    hint = "".join(f"did you mean {game}? " for game in get_close_matches(env_id.lower(), GAMES, n=1))
-    return None if env_id in GAMES else (f"{env_id!r} is not a PettingZoo Atari game; {SCRIPT} takes a module name of "
-                                         f"pettingzoo.atari, e.g. pong_v3 ({hint}playable here: {', '.join(GAMES)})")
+    reason = "can put a player out before the game ends" if env_id in ELIMINATING else "is not a PettingZoo Atari game"
+    return None if env_id in GAMES else f"{env_id!r} {reason}; {SCRIPT} plays one of: {', '.join(GAMES)}"
 
 
 def validation_error(args, players):  # the first reason this command line cannot run, as one line, or None
@@ -262,11 +238,8 @@ if __name__ == "__main__":
     args = tyro.cli(Args)
     if error := env_error(args.env_id):
         fail(error)
-    try:  # a missing module or ROM: this game cannot be made here
-        game = importlib.import_module(f"pettingzoo.atari.{args.env_id}").parallel_env(auto_rom_install_path=ROMS)
-        players = len(game.possible_agents)
-    except Exception as e:
-        fail(f"cannot make {args.env_id!r}: {e}")
+    game = importlib.import_module(f"pettingzoo.atari.{args.env_id}").parallel_env(auto_rom_install_path=ROMS)
+    agent_names, players = game.possible_agents, len(game.possible_agents)  # the ROMs ship in ale-py: a known id plays
     if error := validation_error(args, players):
         fail(error)
     if args.upload_model:  # the Hub upload is shared plumbing, in cleanrl_utils/huggingface.py
@@ -276,11 +249,9 @@ if __name__ == "__main__":
             fail(error)
     args.batch_size = int(args.num_envs * args.num_steps)
     args.minibatch_size = int(args.batch_size // args.num_minibatches)
-    args.num_iterations = args.total_timesteps // args.batch_size
+    args.num_iterations = args.total_timesteps // args.batch_size  # rounded down to whole batches
     if args.num_iterations == 0:
         print(f"{SCRIPT}: warning: the run ends before its first gradient step (--total-timesteps below one batch)")
-    elif args.total_timesteps % args.batch_size != 0:
-        print(f"running {args.num_iterations * args.batch_size} steps: --total-timesteps rounded down to whole batches")
     run_time = int(time.time())
     while os.path.exists(f"runs/{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"):
         run_time += 1  # a run that started in the same second owns that name
@@ -310,7 +281,6 @@ if __name__ == "__main__":
     device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
     envs = make_vector_env(args.env_id, args.num_envs // players, args.capture_video, run_name, args.max_cycles)
     envs.action_space.seed(args.seed)
-    agent_names = envs.vec_envs[0].par_env.possible_agents
     print(f"{args.env_id}: {args.num_envs // players} game(s) of {players} players; time limit {args.max_cycles} frames")
 
     agent = Agent(envs.observation_space.shape[-1], envs.action_space.n).to(device)
@@ -379,15 +349,13 @@ if __name__ == "__main__":
         for _epoch in range(args.update_epochs):
             np.random.shuffle(b_inds)
             for start in range(0, args.batch_size, args.minibatch_size):
-                end = start + args.minibatch_size
-                mb_inds = b_inds[start:end]
+                mb_inds = b_inds[start : start + args.minibatch_size]
 
                 _, newlogprob, entropy, newvalue = agent.get_action_and_value(b_obs[mb_inds], b_actions[mb_inds])
                 logratio = newlogprob - b_logprobs[mb_inds]
                 ratio = logratio.exp()
 
-                with torch.no_grad():
-                    # http://joschu.net/blog/kl-approx.html
+                with torch.no_grad():  # http://joschu.net/blog/kl-approx.html
                     old_approx_kl = (-logratio).mean()
                     approx_kl = ((ratio - 1) - logratio).mean()
                     clipfracs.append(((ratio - 1.0).abs() > args.clip_coef).float().mean())
@@ -442,7 +410,7 @@ if __name__ == "__main__":
             recent = f"{np.mean(recent_lengths):.1f}" if recent_lengths else "n/a"
             print(f"global_step={global_step}, episodic_length(last {len(recent_lengths)})={recent}, SPS={sps}", flush=True)
         upload_videos(f"videos/{run_name}")
-    envs.close()  # RecordGame writes the video of a game still running when it closes
+    envs.close()
     upload_videos(f"videos/{run_name}")
 
     if args.save_model:

@@ -1,8 +1,7 @@
 # PPO (Schulman et al. 2017) on Procgen (Cobbe et al. 2020, whose setting CleanRL's defaults follow) with the IMPALA CNN.
-# Deliberate differences from CleanRL's script: envpool's games (StarpilotEasy-v0: procgen's starpilot, easy mode, as the
-# procgen package has no wheel for Python 3.11 with NumPy 2), levels following --seed; a game cut by its time limit
-# bootstraps from its true final observation; envpool's reset step after a game (action ignored) is in no loss; the
-# logged return is the raw game score; gymnasium 1.x's NormalizeReward; `--max-episode-steps` can shorten a game.
+# Deliberate changes: envpool's games (StarpilotEasy-v0 = procgen's starpilot, easy mode; procgen has no wheel for Python
+# 3.11 with NumPy 2), levels from --seed; a truncated game bootstraps from V(true final obs); envpool's reset steps are in
+# no loss; the logged return is the raw game score; gymnasium 1.x's NormalizeReward; --max-episode-steps can shorten a game.
 import difflib
 import glob
 import importlib.util
@@ -13,7 +12,6 @@ import sys
 import time
 from collections import deque
 from dataclasses import dataclass
-from typing import Optional
 
 import envpool
 import gymnasium as gym
@@ -43,7 +41,7 @@ class Args:
     """if toggled, this experiment will be tracked with Weights and Biases"""
     wandb_project_name: str = "cleanRL"
     """the wandb's project name"""
-    wandb_entity: Optional[str] = None
+    wandb_entity: str | None = None
     """the entity (team) of wandb's project"""
     capture_video: bool = False
     """whether to capture videos of the agent performances (check out `videos` folder)"""
@@ -58,7 +56,7 @@ class Args:
     """the id of the envpool Procgen game (e.g. BigfishEasy-v0, BossfightEasy-v0, StarpilotHard-v0)"""
     total_timesteps: int = 25000000
     """total environment steps of the experiment"""
-    max_episode_steps: Optional[int] = None
+    max_episode_steps: int | None = None
     """the time limit of a game in agent steps (None: the game's own, e.g. 1000 for Starpilot; it cannot be raised)"""
     learning_rate: float = 5e-4
     """the learning rate of the optimizer"""
@@ -88,7 +86,7 @@ class Args:
     """coefficient of the value function"""
     max_grad_norm: float = 0.5
     """the maximum norm for the gradient clipping"""
-    target_kl: Optional[float] = None
+    target_kl: float | None = None
     """the target KL divergence threshold (stops the epochs of an update early)"""
 
 
@@ -186,14 +184,11 @@ def reset_step_mask(dones, last_done):  # (T, N): 0 at envpool's reset steps; la
 def compute_gae(rewards, values, dones, terminations, next_value, gamma, gae_lambda):
     """GAE advantages and λ-returns, (T, N). Under NEXT_STEP the observation after a done is the game's true final one:
     values[t + 1] (or `next_value`) bootstraps a truncation, a termination nothing; the λ-chain stops at every done."""
-    num_steps = rewards.shape[0]
-    advantages = torch.zeros_like(rewards)
-    lastgaelam = torch.zeros_like(next_value)
-    for t in reversed(range(num_steps)):
-        nextvalues = next_value if t == num_steps - 1 else values[t + 1]
+    advantages, lastgaelam = torch.zeros_like(rewards), torch.zeros_like(next_value)
+    for t in reversed(range(len(rewards))):
+        nextvalues = next_value if t == len(rewards) - 1 else values[t + 1]
         delta = rewards[t] + gamma * (1.0 - terminations[t]) * nextvalues - values[t]
-        lastgaelam = delta + gamma * gae_lambda * (1.0 - dones[t]) * lastgaelam
-        advantages[t] = lastgaelam
+        advantages[t] = lastgaelam = delta + gamma * gae_lambda * (1.0 - dones[t]) * lastgaelam
     return advantages, advantages + values
 
 
@@ -272,12 +267,9 @@ if __name__ == "__main__":
             fail(error)
     args.batch_size = int(args.num_envs * args.num_steps)
     args.minibatch_size = int(args.batch_size // args.num_minibatches)
-    args.num_iterations = args.total_timesteps // args.batch_size
+    args.num_iterations = args.total_timesteps // args.batch_size  # rounded down to whole batches
     if args.num_iterations == 0:
         print(f"{SCRIPT}: warning: the run ends before its first gradient step (--total-timesteps below one batch)")
-    elif args.total_timesteps % args.batch_size != 0:
-        print(f"running {args.num_iterations * args.batch_size} steps: --total-timesteps rounded down to whole batches")
-
     run_time = int(time.time())
     while os.path.exists(f"runs/{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"):
         run_time += 1  # a run that started in the same second owns that name
@@ -292,8 +284,7 @@ if __name__ == "__main__":
             reason = (str(e).splitlines() or [type(e).__name__])[0]
             fail(f"--track could not start a W&B run ({reason}); run `wandb login` or set WANDB_MODE=offline")
     writer = SummaryWriter(f"runs/{run_name}")
-    table = "\n".join(f"|{key}|{value}|" for key, value in vars(args).items())
-    writer.add_text("hyperparameters", f"|param|value|\n|-|-|\n{table}")
+    writer.add_text("hyperparameters", "|param|value|\n|-|-|\n" + "\n".join(f"|{k}|{v}|" for k, v in vars(args).items()))
     uploaded_videos = set()
 
     def upload_videos(folder):  # W&B gets each finished video once (the videos are written by this script)
@@ -306,7 +297,6 @@ if __name__ == "__main__":
     torch.manual_seed(args.seed)
     torch.backends.cudnn.deterministic = args.torch_deterministic
     device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
-
     envs = make_env(args.env_id, args.num_envs, args.seed, args.max_episode_steps, args.capture_video)  # levels: seed + i
     print(f"{args.env_id}: time limit {envs.max_episode_steps} steps (the game's own: {envs.spec.config.max_episode_steps}); "
           f"rewards divided by a running std of the discounted return (γ {args.gamma}) and clipped to ±10 for learning")
@@ -318,14 +308,12 @@ if __name__ == "__main__":
     obs = torch.zeros((args.num_steps, args.num_envs) + envs.single_observation_space.shape, dtype=torch.uint8).to(device)
     actions = torch.zeros((args.num_steps, args.num_envs) + envs.single_action_space.shape, dtype=torch.long).to(device)
     logprobs, rewards, dones, terminations, values = torch.zeros((5, args.num_steps, args.num_envs)).to(device)
-    global_step = 0
+    global_step, recent_returns = 0, deque(maxlen=20)
     start_time = last_print = time.time()
-    recent_returns = deque(maxlen=20)
     episode_scores = np.zeros(args.num_envs)
     next_obs = torch.as_tensor(envs.reset()[0], device=device)
     recorder = GameVideoRecorder(envs, f"videos/{run_name}") if args.capture_video else None
     last_done = torch.zeros(args.num_envs, device=device)  # the previous rollout's last row of `dones`
-
     for iteration in range(1, args.num_iterations + 1):
         if args.anneal_lr:
             frac = 1.0 - (iteration - 1.0) / args.num_iterations
@@ -376,16 +364,14 @@ if __name__ == "__main__":
         for _epoch in range(args.update_epochs):
             np.random.shuffle(b_inds)
             for start in range(0, args.batch_size, args.minibatch_size):
-                end = start + args.minibatch_size
-                mb_inds = b_inds[start:end]
+                mb_inds = b_inds[start : start + args.minibatch_size]
                 mb_valid = b_valid[mb_inds]  # reset steps count in no loss
 
                 _, newlogprob, entropy, newvalue = agent.get_action_and_value(b_obs[mb_inds], b_actions[mb_inds])
                 logratio = newlogprob - b_logprobs[mb_inds]
                 ratio = logratio.exp()
 
-                with torch.no_grad():
-                    # http://joschu.net/blog/kl-approx.html
+                with torch.no_grad():  # http://joschu.net/blog/kl-approx.html
                     old_approx_kl = masked_mean(-logratio, mb_valid)
                     approx_kl = masked_mean((ratio - 1) - logratio, mb_valid)
                     clipfracs.append(masked_mean(((ratio - 1.0).abs() > args.clip_coef).float(), mb_valid))

@@ -60,12 +60,6 @@ def test_runs_started_in_the_same_second_get_their_own_directories(workdir):
     assert new.name.startswith("CartPole-v1__ppo__1__") and any(new.iterdir())
 
 
-def test_total_timesteps_rounded_down_to_whole_batches_says_so(workdir):
-    result = run_script("ppo.py", "--total-timesteps", 300, "--num-envs", 2, "--num-steps", 64, cwd=workdir)
-    check_ok(result)
-    assert "running 256 steps: --total-timesteps rounded down to whole batches" in result.stdout
-
-
 @pytest.mark.parametrize("script", PPO)
 def test_a_run_without_a_gradient_step_runs_with_a_warning(script, workdir, fork_script):
     # CleanRL's smoke tests run budgets this small: below one batch the run ends before its first update
