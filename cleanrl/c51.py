@@ -150,13 +150,11 @@ def project_distribution(next_pmfs, rewards, dones, gamma, atoms):
     return target_pmfs.scatter_add_(1, upper, next_pmfs * upper_weight)
 
 
-def steps_crossed(previous_step, step, every):
-    """Multiples of `every` in (previous_step, step]: the updates a cadence owes after one vector step."""
+def steps_crossed(previous_step, step, every):  # multiples of `every` in (previous_step, step]: the updates a cadence owes
     return step // every - previous_step // every
 
 
-def validation_error(args, env):
-    """The first reason this command line cannot run on `env`, as one line, or None (script contract §3)."""
+def validation_error(args, env):  # the first reason this command line cannot run on `env`, as one line, or None
     obs_shape = getattr(env.observation_space, "shape", None) or ()
     memory = args.buffer_size * (8 * int(np.prod(obs_shape)) + 16)  # obs and next_obs in float32, action, reward, done
     sizes = ("num_envs", "buffer_size", "batch_size", "train_frequency", "target_network_frequency")
