@@ -82,6 +82,7 @@ def test_a_wrapped_buffer_never_samples_stacks_that_reach_into_newer_frames():
         rb.add([0], [0.0], [False], [False], frames_of([t] * 4), None)
     newest = rb.newest[0]
     assert newest == 25 % 10
+    assert rb.age[0].max() == 3  # frames into the episode, counted up to the stack's reach only (int8 never overflows)
     ok = rb.sampleable(np.zeros(10, dtype=np.int64), np.arange(10))
     # the newest slot has no successor; the three after it hold the oldest frames, whose stacks
     # would need frames that were overwritten
@@ -139,7 +140,7 @@ def test_rebuilt_stacks_equal_the_env_observations_on_a_real_game(script):
 @pytest.mark.parametrize("name", ["dqn_atari", "c51_atari"])
 def test_memory_estimate_and_refusal(name):
     module = load_script(name)
-    assert module.SLOT_BYTES == 84 * 84 + 18  # a uint8 frame, an int64 action, float32 reward and done, two flags
+    assert module.SLOT_BYTES == 84 * 84 + 18  # a uint8 frame, an int64 action, float32 reward and done, an int8 age, a flag
     rb = module.ReplayBuffer(1000, 1, (84, 84), 4, torch.device("cpu"))
     assert sum(a.nbytes for a in vars(rb).values() if isinstance(a, np.ndarray) and a.shape[:2] == (1, 1000)) == 1000 * 7074
     env = gym.make("BreakoutNoFrameskip-v4")
