@@ -424,8 +424,8 @@ if __name__ == "__main__":
     eval_envs = make_env(args.env_id, 1, False, run_name)
     # one replay memory at a time: the teacher's, then the student's
     frames, ale = args.buffer_size // args.num_envs * args.num_envs, eval_envs.envs[0].unwrapped.ale
-    print(f"{args.env_id}: frame skip 4, sticky-action probability {ale.getFloat('repeat_action_probability'):g}; "
-          f"replay buffer: {frames} frames x {SLOT_BYTES} B = {frames * SLOT_BYTES / 2**30:.2f} GiB when full")  # fmt: skip
+    print(f"replay buffer: {frames} frames x {SLOT_BYTES} B = {frames * SLOT_BYTES / 2**30:.2f} GiB when full; "
+          f"{args.env_id}: frame skip 4, sticky-action probability {ale.getFloat('repeat_action_probability'):g}")  # fmt: skip
     teacher_return = float(np.mean(play(teacher, eval_envs, args.teacher_eval_episodes, args.end_e, device, eval_seed)))
     writer.add_scalar("charts/teacher/avg_episodic_return", teacher_return, 0)
     print(f"teacher {teacher_source}: mean episodic return {teacher_return:.2f} over {args.teacher_eval_episodes} games")
