@@ -1,8 +1,7 @@
-# Deep Deterministic Policy Gradient (DDPG; Lillicrap et al. 2016, "Continuous control with deep reinforcement learning",
-# arXiv:1509.02971) for continuous (Box) actions, e.g. MuJoCo, in JAX (Flax + Optax): ddpg_continuous_action.py's twin.
-# CleanRL's defaults: Gaussian exploration noise 0.1 of each dimension's half range (the paper: Ornstein-Uhlenbeck); actor
-# and targets updated every 2 env steps. Deliberate changes: per-dimension action bounds; time limits are not terminal;
-# with several envs, one gradient step per env step. JAX's own: Flax's initialisation, PRNG keys, a msgpack checkpoint.
+# DDPG (Lillicrap et al. 2016, "Continuous control with deep reinforcement learning", arXiv:1509.02971) in JAX (Flax + Optax),
+# ddpg_continuous_action.py's twin; CleanRL's defaults: Gaussian exploration noise 0.1 of each dimension's half range (not
+# Ornstein-Uhlenbeck), actor and targets updated every 2 env steps. Deliberate changes: per-dimension action bounds; a
+# time-limit cut is not terminal. JAX's own: Flax's initialisation, PRNG keys, a msgpack checkpoint.
 import functools
 import glob
 import importlib.util
@@ -83,7 +82,7 @@ def make_env(env_id, num_envs, capture_video, run_name):
             env = gym.make(env_id)
         return gym.wrappers.RecordEpisodeStatistics(env)
 
-    envs = [functools.partial(thunk, i) for i in range(num_envs)]
+    envs = [functools.partial(thunk, i) for i in range(num_envs)]  # SAME_STEP: true last obs in info["final_obs"]
     return gym.vector.SyncVectorEnv(envs, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
 
 
@@ -231,7 +230,6 @@ if __name__ == "__main__":
     run_name = f"{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"
     if args.track:
         import wandb
-
         try:
             wandb.init(project=args.wandb_project_name, entity=args.wandb_entity, name=run_name, config=vars(args),
                        sync_tensorboard=True, save_code=True)  # fmt: skip
@@ -296,10 +294,8 @@ if __name__ == "__main__":
         return actor_state, qf1_state, actor_loss
 
     rb = ReplayBuffer(args.buffer_size, envs.single_observation_space.shape, len(action_low))
-
-    global_step, actor_loss = 0, None
+    global_step, actor_loss, recent_returns = 0, None, deque(maxlen=20)
     start_time = last_print = time.time()
-    recent_returns = deque(maxlen=20)
     obs, _ = envs.reset(seed=args.seed)
     for iteration in range(num_iterations):
         if global_step < args.learning_starts:

@@ -1,8 +1,6 @@
-# Soft Actor-Critic (SAC; Haarnoja et al. 2018, arXiv:1801.01290, and "Soft Actor-Critic Algorithms and Applications",
-# arXiv:1812.05905) for continuous (Box) actions: twin Q-networks, no value network, α tuned towards the entropy −dim(A).
-# CleanRL's defaults: the actor and α are updated twice every 2 env steps (TD3's delay). Deliberate changes:
-# per-dimension action bounds, their scale in the log-prob; log(1 − tanh²) in its exact softplus form, not + 1e-6; time
-# limits are not terminal; with several envs, one gradient step per env step.
+# SAC (Haarnoja et al. 2018, arXiv:1801.01290, and "Soft Actor-Critic Algorithms and Applications", arXiv:1812.05905): twin
+# Q-networks, α tuned to a target entropy −dim(A); CleanRL's defaults (actor and α updated twice every 2 env steps). Deliberate
+# changes: per-dimension bounds, in the log-prob too; exact softplus log(1 − tanh²); a time-limit cut is not terminal.
 import functools
 import glob
 import importlib.util
@@ -21,7 +19,6 @@ import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-import torch.optim as optim
 import tyro
 from torch.utils.tensorboard import SummaryWriter
 
@@ -92,7 +89,7 @@ def make_env(env_id, num_envs, capture_video, run_name):
             env = gym.make(env_id)
         return gym.wrappers.RecordEpisodeStatistics(env)
 
-    envs = [functools.partial(thunk, i) for i in range(num_envs)]
+    envs = [functools.partial(thunk, i) for i in range(num_envs)]  # SAME_STEP: true last obs in info["final_obs"]
     return gym.vector.SyncVectorEnv(envs, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
 
 
@@ -263,7 +260,6 @@ if __name__ == "__main__":
     run_name = f"{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"
     if args.track:
         import wandb
-
         try:
             wandb.init(project=args.wandb_project_name, entity=args.wandb_entity, name=run_name, config=vars(args),
                        sync_tensorboard=True, save_code=True)  # fmt: skip
@@ -295,20 +291,18 @@ if __name__ == "__main__":
     qf2_target = SoftQNetwork(obs_dim, action_dim).to(device)
     qf1_target.load_state_dict(qf1.state_dict())
     qf2_target.load_state_dict(qf2.state_dict())
-    q_optimizer = optim.Adam(list(qf1.parameters()) + list(qf2.parameters()), lr=args.q_lr)
-    actor_optimizer = optim.Adam(list(actor.parameters()), lr=args.policy_lr)
+    q_optimizer = torch.optim.Adam(list(qf1.parameters()) + list(qf2.parameters()), lr=args.q_lr)
+    actor_optimizer = torch.optim.Adam(list(actor.parameters()), lr=args.policy_lr)
     alpha = args.alpha
     if args.autotune:  # α is learned instead, from log α = 0
         target_entropy = -float(action_dim)  # −dim(A), the SAC-v2 heuristic
         log_alpha = torch.zeros(1, requires_grad=True, device=device)
         alpha = log_alpha.exp().item()
-        a_optimizer = optim.Adam([log_alpha], lr=args.q_lr)
+        a_optimizer = torch.optim.Adam([log_alpha], lr=args.q_lr)
 
     rb = ReplayBuffer(args.buffer_size, envs.single_observation_space.shape, action_dim, device)
-
-    global_step, actor_loss, alpha_loss = 0, None, None
+    global_step, actor_loss, alpha_loss, recent_returns = 0, None, None, deque(maxlen=20)
     start_time = last_print = time.time()
-    recent_returns = deque(maxlen=20)
     obs, _ = envs.reset(seed=args.seed)
     for iteration in range(num_iterations):
         if global_step < args.learning_starts:

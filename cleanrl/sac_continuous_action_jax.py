@@ -1,10 +1,8 @@
-# Soft Actor-Critic (SAC; Haarnoja et al. 2018, arXiv:1801.01290, and "Soft Actor-Critic Algorithms and Applications",
-# arXiv:1812.05905) for continuous (Box) actions, in JAX (Flax + Optax): sac_continuous_action.py's twin. Twin
-# Q-networks, no value network, α tuned towards the entropy −dim(A). CleanRL's defaults: the actor and α are updated
-# twice every 2 env steps (TD3's delay). Deliberate changes: per-dimension action bounds, their scale in the log-prob;
-# log(1 − tanh²) in its exact softplus form, not + 1e-6; time limits are not terminal; with several envs, one gradient
-# step per env step. JAX's own: Flax's initialisation, PRNG keys, both Q-networks in one TrainState (one Adam), the
-# delayed updates in one compiled loop, a msgpack checkpoint.
+# SAC (Haarnoja et al. 2018, arXiv:1801.01290, and "Soft Actor-Critic Algorithms and Applications", arXiv:1812.05905) in JAX
+# (Flax + Optax), sac_continuous_action.py's twin: twin Q-networks, α tuned to a target entropy −dim(A); CleanRL's defaults
+# (actor and α updated twice every 2 env steps). Deliberate changes: per-dimension bounds, in the log-prob too; exact softplus
+# log(1 − tanh²); a time-limit cut is not terminal. JAX's own: Flax's initialisation, PRNG keys, both Q-networks in one
+# TrainState (one Adam), the delayed updates in one compiled loop, a msgpack checkpoint.
 import functools
 import glob
 import importlib.util
@@ -92,7 +90,7 @@ def make_env(env_id, num_envs, capture_video, run_name):
             env = gym.make(env_id)
         return gym.wrappers.RecordEpisodeStatistics(env)
 
-    envs = [functools.partial(thunk, i) for i in range(num_envs)]
+    envs = [functools.partial(thunk, i) for i in range(num_envs)]  # SAME_STEP: true last obs in info["final_obs"]
     return gym.vector.SyncVectorEnv(envs, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
 
 
@@ -262,7 +260,6 @@ if __name__ == "__main__":
     run_name = f"{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"
     if args.track:
         import wandb
-
         try:
             wandb.init(project=args.wandb_project_name, entity=args.wandb_entity, name=run_name, config=vars(args),
                        sync_tensorboard=True, save_code=True)  # fmt: skip
@@ -354,10 +351,8 @@ if __name__ == "__main__":
         return qf_state.replace(target_params=soft_update(qf_state.target_params, qf_state.params, args.tau))
 
     rb = ReplayBuffer(args.buffer_size, envs.single_observation_space.shape, len(action_low))
-
-    global_step, actor_metrics = 0, None
+    global_step, actor_metrics, recent_returns = 0, None, deque(maxlen=20)
     start_time = last_print = time.time()
-    recent_returns = deque(maxlen=20)
     obs, _ = envs.reset(seed=args.seed)
     for iteration in range(num_iterations):
         if global_step < args.learning_starts:

@@ -1,7 +1,6 @@
-# Twin Delayed DDPG (TD3; Fujimoto et al. 2018, "Addressing Function Approximation Error in Actor-Critic Methods",
-# arXiv:1802.09477) for continuous (Box) actions: clipped double-Q, delayed policy and target updates, target smoothing.
-# CleanRL's defaults: exploration noise 0.1, smoothing noise 0.2 clipped at 0.5, in each dimension's half range. Deliberate
-# changes: per-dimension action bounds; time limits are not terminal; with several envs, one gradient step per env step.
+# TD3 (Fujimoto et al. 2018, "Addressing Function Approximation Error in Actor-Critic Methods", arXiv:1802.09477): clipped
+# double-Q, delayed policy and target updates, target smoothing; CleanRL's defaults (exploration noise 0.1, smoothing 0.2
+# clipped at 0.5, in half ranges). Deliberate changes: per-dimension action bounds; a time-limit cut is not terminal.
 import functools
 import glob
 import importlib.util
@@ -19,7 +18,6 @@ import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-import torch.optim as optim
 import tyro
 from torch.utils.tensorboard import SummaryWriter
 
@@ -88,7 +86,7 @@ def make_env(env_id, num_envs, capture_video, run_name):
             env = gym.make(env_id)
         return gym.wrappers.RecordEpisodeStatistics(env)
 
-    envs = [functools.partial(thunk, i) for i in range(num_envs)]
+    envs = [functools.partial(thunk, i) for i in range(num_envs)]  # SAME_STEP: true last obs in info["final_obs"]
     return gym.vector.SyncVectorEnv(envs, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
 
 
@@ -245,7 +243,6 @@ if __name__ == "__main__":
     run_name = f"{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"
     if args.track:
         import wandb
-
         try:
             wandb.init(project=args.wandb_project_name, entity=args.wandb_entity, name=run_name, config=vars(args),
                        sync_tensorboard=True, save_code=True)  # fmt: skip
@@ -279,14 +276,12 @@ if __name__ == "__main__":
     target_actor.load_state_dict(actor.state_dict())
     qf1_target.load_state_dict(qf1.state_dict())
     qf2_target.load_state_dict(qf2.state_dict())
-    q_optimizer = optim.Adam(list(qf1.parameters()) + list(qf2.parameters()), lr=args.learning_rate)
-    actor_optimizer = optim.Adam(list(actor.parameters()), lr=args.learning_rate)
+    q_optimizer = torch.optim.Adam(list(qf1.parameters()) + list(qf2.parameters()), lr=args.learning_rate)
+    actor_optimizer = torch.optim.Adam(list(actor.parameters()), lr=args.learning_rate)
     low, high = torch.as_tensor(action_low, device=device), torch.as_tensor(action_high, device=device)
     rb = ReplayBuffer(args.buffer_size, envs.single_observation_space.shape, action_dim, device)
-
-    global_step, actor_loss = 0, None
+    global_step, actor_loss, recent_returns = 0, None, deque(maxlen=20)
     start_time = last_print = time.time()
-    recent_returns = deque(maxlen=20)
     obs, _ = envs.reset(seed=args.seed)
     for iteration in range(num_iterations):
         if global_step < args.learning_starts:

@@ -1,9 +1,8 @@
-# Twin Delayed DDPG (TD3; Fujimoto et al. 2018, "Addressing Function Approximation Error in Actor-Critic Methods",
-# arXiv:1802.09477) for continuous (Box) actions, in JAX (Flax + Optax): td3_continuous_action.py's twin. Clipped
-# double-Q, delayed policy and target updates, target smoothing. CleanRL's defaults: exploration noise 0.1, smoothing noise
-# 0.2 clipped at 0.5, in each dimension's half range. Deliberate changes: per-dimension action bounds; time limits are not
-# terminal; with several envs, one gradient step per env step. JAX's own: Flax's initialisation, PRNG keys, both
-# Q-networks in one TrainState (one Adam, as the torch script's one optimiser), a msgpack checkpoint.
+# TD3 (Fujimoto et al. 2018, "Addressing Function Approximation Error in Actor-Critic Methods", arXiv:1802.09477) in JAX (Flax
+# + Optax), td3_continuous_action.py's twin: clipped double-Q, delayed policy and target updates, target smoothing; CleanRL's
+# defaults (exploration noise 0.1, smoothing 0.2 clipped at 0.5, in half ranges). Deliberate changes: per-dimension action
+# bounds; a time-limit cut is not terminal. JAX's own: Flax's initialisation, PRNG keys, both Q-networks in one TrainState (one
+# Adam, as the torch script's one optimiser), a msgpack checkpoint.
 import functools
 import glob
 import importlib.util
@@ -88,7 +87,7 @@ def make_env(env_id, num_envs, capture_video, run_name):
             env = gym.make(env_id)
         return gym.wrappers.RecordEpisodeStatistics(env)
 
-    envs = [functools.partial(thunk, i) for i in range(num_envs)]
+    envs = [functools.partial(thunk, i) for i in range(num_envs)]  # SAME_STEP: true last obs in info["final_obs"]
     return gym.vector.SyncVectorEnv(envs, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
 
 
@@ -241,7 +240,6 @@ if __name__ == "__main__":
     run_name = f"{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"
     if args.track:
         import wandb
-
         try:
             wandb.init(project=args.wandb_project_name, entity=args.wandb_entity, name=run_name, config=vars(args),
                        sync_tensorboard=True, save_code=True)  # fmt: skip
@@ -317,10 +315,8 @@ if __name__ == "__main__":
         return actor_state, qf_state, actor_loss
 
     rb = ReplayBuffer(args.buffer_size, envs.single_observation_space.shape, len(action_low))
-
-    global_step, actor_loss = 0, None
+    global_step, actor_loss, recent_returns = 0, None, deque(maxlen=20)
     start_time = last_print = time.time()
-    recent_returns = deque(maxlen=20)
     obs, _ = envs.reset(seed=args.seed)
     for iteration in range(num_iterations):
         if global_step < args.learning_starts:
