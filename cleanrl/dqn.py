@@ -204,6 +204,7 @@ if __name__ == "__main__":
     num_iterations = args.total_timesteps // args.num_envs  # whole vector steps (rounded down)
     if num_iterations * args.num_envs // args.train_frequency <= args.learning_starts // args.train_frequency:
         print(f"{SCRIPT}: warning: the run ends before its first gradient step (--learning-starts {args.learning_starts})")
+    os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # rendering videos needs no display (and SDL then stays quiet)
     run_time = int(time.time())
     while os.path.exists(f"runs/{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"):
         run_time += 1  # a run that started in the same second owns that name

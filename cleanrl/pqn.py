@@ -198,6 +198,7 @@ if __name__ == "__main__":
     args.num_iterations = args.total_timesteps // args.batch_size  # whole batches (rounded down)
     if args.num_iterations == 0:
         print(f"{SCRIPT}: warning: the run ends before its first gradient step (one batch is {args.batch_size} steps)")
+    os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # rendering videos needs no display (and SDL then stays quiet)
     run_time = int(time.time())
     while os.path.exists(f"runs/{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"):
         run_time += 1  # a run that started in the same second owns that name
