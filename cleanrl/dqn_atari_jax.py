@@ -28,7 +28,7 @@ from torch.utils.tensorboard import SummaryWriter
 gym.register_envs(ale_py)
 ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Error)  # no start-up banner before our one-line errors
 SCRIPT = os.path.basename(__file__)
-SLOT_BYTES = 84 * 84 + 18  # a replay slot: one uint8 frame, the action, reward and done, two flags
+SLOT_BYTES = 84 * 84 + 18  # a replay slot: one uint8 frame, the action, reward and done, its age and a flag
 
 
 @dataclass

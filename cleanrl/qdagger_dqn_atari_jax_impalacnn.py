@@ -1,16 +1,13 @@
-# QDagger: a DQN student with the IMPALA CNN learns from a DQN teacher (Nature CNN) on Atari games through ale-py.
-# Papers: Agarwal et al. 2022, "Reincarnating Reinforcement Learning" (NeurIPS); Espeholt et al. 2018, "IMPALA" (ICML);
-# Mnih et al. 2015 (Nature) for DQN and its preprocessing. CleanRL's defaults. Phases: score the teacher (saved by
-# dqn_atari_jax.py --save-model, or CleanRL's on the Hub); it plays --teacher-steps ε-greedily into a replay memory; the
-# student trains --offline-steps on it with TD + distillation loss, then online with TD + λ_t distillation, λ_t =
-# max(1 - G_student / G_teacher, 0) over the last --distill-window episodes. As CleanRL (not the paper): a fresh memory
-# for the teacher, the distillation KL summed over the batch, the online ε schedule and learning_starts on a clock
-# starting at --offline-steps. Deliberate differences from CleanRL: λ_t = 0 ends distillation for good (the paper's
-# 1_{t < t0}); λ_t = (G_teacher - G_student) / |G_teacher| (negative teacher returns); online global_step from 0;
-# offline evaluations every --offline-eval-frequency and at the end; --num-envs > 1; dqn_atari.py's fixes (truncation
-# is not terminal, frames stored once, v5 ids skip frames once). Evaluations act with ε = end-e.
-# Only the framework differs from qdagger_dqn_atari_impalacnn.py: Flax/Optax, jitted steps, Flax's default init, a
-# msgpack checkpoint; the IMPALA max-pool pads every side as torch's; non-finite losses are read at the logging cadence.
+# QDagger: a DQN student (IMPALA CNN) learns from a DQN teacher (Nature CNN) on Atari. Papers: Agarwal et al. 2022,
+# "Reincarnating Reinforcement Learning" (NeurIPS); Espeholt et al. 2018, "IMPALA" (ICML). CleanRL's defaults. Phases: score
+# the teacher (saved by dqn_atari_jax.py --save-model, or CleanRL's on the Hub); it plays --teacher-steps ε-greedily into a new
+# replay memory; the student trains --offline-steps on it with TD + distillation loss, then online with TD + λ_t distillation,
+# λ_t = max(1 - G_student / G_teacher, 0) over the last --distill-window episodes. As CleanRL: the KL summed over the batch;
+# the online ε schedule and learning_starts on a clock starting at --offline-steps. Deliberate differences from CleanRL:
+# λ_t = 0 ends distillation for good (the paper's 1_{t < t0}); λ_t = (G_teacher - G_student) / |G_teacher|; online
+# global_step from 0; offline evaluations; --num-envs > 1; dqn_atari.py's fixes. Evaluations act with ε = end-e.
+# The JAX version of qdagger_dqn_atari_impalacnn.py; only the framework differs: Flax/Optax, jitted steps, Flax's init, a
+# msgpack file; the IMPALA max-pool pads every side as torch's; non-finite losses are read at the logging cadence.
 import functools
 import glob
 import importlib.util
@@ -21,7 +18,6 @@ import sys
 import time
 from collections import deque
 from dataclasses import dataclass
-from typing import Optional
 
 import ale_py
 import flax
@@ -40,7 +36,7 @@ from torch.utils.tensorboard import SummaryWriter
 gym.register_envs(ale_py)
 ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Error)  # no start-up banner before our one-line errors
 SCRIPT = os.path.basename(__file__)
-SLOT_BYTES = 84 * 84 + 18  # a replay slot: one uint8 frame, the action, reward and done, two flags
+SLOT_BYTES = 84 * 84 + 18  # a replay slot: one uint8 frame, the action, reward and done, its age and a flag
 
 
 @dataclass
@@ -53,7 +49,7 @@ class Args:
     """if toggled, this experiment will be tracked with Weights and Biases"""
     wandb_project_name: str = "cleanRL"
     """the wandb's project name"""
-    wandb_entity: Optional[str] = None
+    wandb_entity: str | None = None
     """the entity (team) of wandb's project"""
     capture_video: bool = False
     """whether to capture videos of the agent performances (check out `videos` folder)"""
@@ -93,9 +89,9 @@ class Args:
     train_frequency: int = 4
     """the frequency of training (env steps per gradient step)"""
 
-    teacher_model_path: Optional[str] = None
+    teacher_model_path: str | None = None
     """a teacher saved by dqn_atari_jax.py --save-model (or a dqn_atari_jax Hub file); None: download it from the Hub"""
-    teacher_policy_hf_repo: Optional[str] = None
+    teacher_policy_hf_repo: str | None = None
     """the Hugging Face Hub repo of the teacher (None: cleanrl/{env_id}-{teacher_model_exp_name}-seed1)"""
     teacher_model_exp_name: str = "dqn_atari_jax"
     """the experiment name of the teacher; the Hub file is {teacher_model_exp_name}.cleanrl_model"""
@@ -132,9 +128,7 @@ def make_env(env_id, num_envs, capture_video, run_name):
     return gym.vector.SyncVectorEnv(thunks, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
 
 
-class TeacherQNetwork(nn.Module):
-    """dqn_atari_jax.py's QNetwork (the Nature CNN), layer for layer, so its saved weights load as they are."""
-
+class TeacherQNetwork(nn.Module):  # dqn_atari_jax.py's QNetwork (Nature CNN), layer for layer: its saved weights load as is
     n_actions: int
 
     @nn.compact
@@ -157,9 +151,7 @@ class ResidualBlock(nn.Module):
         return x + y
 
 
-class ConvSequence(nn.Module):
-    """One IMPALA stage: a 3x3 convolution, a 3x3 max-pool of stride 2 (H and W halved, rounding up), two residual blocks."""
-
+class ConvSequence(nn.Module):  # an IMPALA stage: a 3x3 conv, a 3x3 max-pool of stride 2 (H, W halved, rounding up), 2 blocks
     out_channels: int
 
     @nn.compact
@@ -170,9 +162,7 @@ class ConvSequence(nn.Module):
         return ResidualBlock(self.out_channels)(x)
 
 
-class QNetwork(nn.Module):
-    """The student: the IMPALA CNN (stages of 16, 32 and 32 channels) with a 256-unit hidden layer."""
-
+class QNetwork(nn.Module):  # the student: the IMPALA CNN (stages of 16, 32 and 32 channels) with a 256-unit hidden layer
     n_actions: int
 
     @nn.compact
@@ -259,9 +249,8 @@ def distillation_loss(teacher_q_values, student_q_values, temperature):
 
 
 def distill_coefficient(recent_returns, teacher_return, window):
-    """λ_t: how far the mean return of the last `window` training episodes is behind the teacher's, as a fraction of
-    |G_teacher|, floored at 0; 1 until `window` episodes finished. A teacher return of 0 gives 1 while the student
-    scores below 0, else 0."""
+    """λ_t: how far the mean return of the last `window` episodes is behind the teacher's, as a fraction of |G_teacher|,
+    floored at 0; 1 until `window` episodes finished. A teacher return of 0 gives 1 while the student scores below 0."""
     if len(recent_returns) < window:
         return 1.0
     student_return = float(np.mean(list(recent_returns)[-window:]))
@@ -271,9 +260,8 @@ def distill_coefficient(recent_returns, teacher_return, window):
 
 
 def teacher_weights(checkpoint, n_actions, env_id, source):
-    """(the teacher's parameters, None) from a restored checkpoint, or (None, one line saying what is wrong and how to
-    fix it). Accepted: what dqn_atari_jax.py --save-model writes ({"model": params, "args": {...}}, trained on
-    `env_id`), or CleanRL's Hub files: bare params, or to_bytes([args, [params]]) (restored as {"0": .., "1": {"0": ..}})."""
+    """(params, None) for a dqn_atari_jax.py checkpoint or CleanRL's Hub files (bare params, or to_bytes([args, [params]])
+    restored as {"0": args, "1": {"0": params}}), or (None, what is wrong, the fix)."""
     fix = f"pass a checkpoint saved by dqn_atari_jax.py --save-model on {env_id} with --teacher-model-path"
     params, saved_args = checkpoint, None
     if isinstance(checkpoint, dict) and "model" in checkpoint:
@@ -300,8 +288,7 @@ def teacher_weights(checkpoint, n_actions, env_id, source):
 
 
 def load_teacher(args, n_actions):
-    """(params, source, None) of the teacher at --teacher-model-path, else of CleanRL's on the Hugging Face Hub
-    (the algorithm's input: the download needs huggingface_hub), or (None, source, why it cannot be had)."""
+    """(params, source, None) of the teacher at --teacher-model-path, else CleanRL's on the Hub; or (None, source, why)."""
     fix = "pass a checkpoint saved by dqn_atari_jax.py --save-model with --teacher-model-path"
     repo = args.teacher_policy_hf_repo or f"cleanrl/{args.env_id}-{args.teacher_model_exp_name}-seed1"
     path = source = args.teacher_model_path or f"{repo}/{args.teacher_model_exp_name}.cleanrl_model"
@@ -325,8 +312,7 @@ def load_teacher(args, n_actions):
     return params, source, error
 
 
-def validation_error(args, env):
-    """The first reason this command line cannot run on `env`, as one line, or None (script contract §3)."""
+def validation_error(args, env):  # the first reason this command line cannot run on `env`, as one line, or None
     memory = args.buffer_size * SLOT_BYTES
     sizes = ("num_envs", "buffer_size", "batch_size", "train_frequency", "target_network_frequency", "teacher_eval_episodes",
              "offline_eval_frequency", "distill_window")  # fmt: skip
@@ -352,8 +338,7 @@ def validation_error(args, env):
     return next((message for failed, message in checks if failed), None)
 
 
-def fail(message):
-    """Stops before anything is created: one line on stderr, exit code 2."""
+def fail(message):  # stops before anything is created: one line on stderr, exit code 2
     print(f"{SCRIPT}: {message}", file=sys.stderr)
     sys.exit(2)
 
@@ -428,8 +413,7 @@ if __name__ == "__main__":
             reason = (str(e).splitlines() or [type(e).__name__])[0]
             fail(f"--track could not start a W&B run ({reason}); run `wandb login` or set WANDB_MODE=offline")
     writer = SummaryWriter(f"runs/{run_name}")
-    table = "\n".join(f"|{key}|{value}|" for key, value in vars(args).items())
-    writer.add_text("hyperparameters", f"|param|value|\n|-|-|\n{table}")
+    writer.add_text("hyperparameters", "|param|value|\n|-|-|\n" + "\n".join(f"|{k}|{v}|" for k, v in vars(args).items()))
     uploaded_videos = set()
 
     def upload_videos(folder):  # W&B gets each finished video once (RecordVideo has no W&B hook)
@@ -481,14 +465,14 @@ if __name__ == "__main__":
 
     # phase 1: the teacher's score, the bar the student's training returns are measured against
     eval_envs = make_env(args.env_id, 1, False, run_name)
-    ale = eval_envs.envs[0].unwrapped.ale
-    print(f"{args.env_id}: frame skip 4, sticky-action probability {ale.getFloat('repeat_action_probability'):g}")
+    # one replay memory at a time: the teacher's, then the student's
+    frames, ale = args.buffer_size // args.num_envs * args.num_envs, eval_envs.envs[0].unwrapped.ale
+    print(f"replay buffer: {frames} frames x {SLOT_BYTES} B = {frames * SLOT_BYTES / 2**30:.2f} GiB when full; "
+          f"{args.env_id}: frame skip 4, sticky-action probability {ale.getFloat('repeat_action_probability'):g}")  # fmt: skip
     teacher_scores = play(teacher, teacher_params, eval_envs, args.teacher_eval_episodes, args.end_e, eval_seed)
     teacher_return = float(np.mean(teacher_scores))
     writer.add_scalar("charts/teacher/avg_episodic_return", teacher_return, 0)
     print(f"teacher {teacher_source}: mean episodic return {teacher_return:.2f} over {args.teacher_eval_episodes} games")
-    frames = args.buffer_size // args.num_envs * args.num_envs  # one memory at a time: the teacher's, then the student's
-    print(f"replay buffer: {frames} frames x {SLOT_BYTES} B = {frames * SLOT_BYTES / 2**30:.2f} GiB when full")
     if args.offline_steps > 0:
         # phase 2: the teacher plays, ε-greedily with ε from start-e to end-e, into the offline replay memory
         teacher_envs = make_env(args.env_id, args.num_envs, args.capture_video, f"{run_name}-teacher")
@@ -556,8 +540,7 @@ if __name__ == "__main__":
     envs.action_space.seed(args.seed)
     rb = ReplayBuffer(args.buffer_size, args.num_envs, (84, 84), 4)
     exploration_steps = args.exploration_fraction * args.total_timesteps
-    global_step, num_updates, distill_coeff, log_due = 0, 0, 1.0, False
-    recent_returns = deque(maxlen=args.distill_window)
+    global_step, num_updates, distill_coeff, log_due, recent_returns = 0, 0, 1.0, False, deque(maxlen=args.distill_window)
     start_time = last_print = time.time()
     obs, _ = envs.reset(seed=args.seed)
     rb.start(obs)
