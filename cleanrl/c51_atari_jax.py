@@ -1,6 +1,6 @@
 # C51 for Atari: Bellemare et al. 2017, "A Distributional Perspective on Reinforcement Learning" (ICML); CleanRL's defaults.
 # Deliberate changes: time limits are not terminal; game scores logged; frames stored once (7 GB, not 56 GB, for 1M).
-# The JAX version of c51_atari.py; only the framework differs: Flax/Optax, jitted steps, Flax's init, a msgpack file.
+# The JAX version of c51_atari.py; only the framework differs: Flax/Optax, jitted steps, Flax's init, a msgpack checkpoint.
 import functools
 import glob
 import importlib.util

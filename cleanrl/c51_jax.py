@@ -1,11 +1,6 @@
-# Categorical DQN (C51) for Discrete actions on vector observations (classic control): the JAX version of c51.py.
-# Paper: Bellemare, Dabney & Munos 2017, "A Distributional Perspective on Reinforcement Learning" (ICML).
-# For every action the network predicts a probability mass over `n_atoms` fixed returns on [v_min, v_max]; the target
-# r + γ Z(s', a*) is projected back onto that support and learned by cross-entropy. CleanRL's published defaults.
-# Deliberate differences from the paper: the classic-control support and network instead of the Atari ones; an episode
-# cut by a time limit is not terminal: its transition stores the true final observation as next_obs and bootstraps
-# from it. Evaluation acts ε-greedily with ε = 0.05.
-# Only the framework differs from c51.py: Flax/Optax, jitted steps, Flax's default initialisation, a msgpack checkpoint.
+# C51 for classic control: Bellemare et al. 2017, "A Distributional Perspective on Reinforcement Learning" (ICML); CleanRL's
+# defaults. Deliberate changes: a classic-control support and network; a time-limit cut is not terminal. Evaluation: ε = 0.05.
+# The JAX version of c51.py; only the framework differs: Flax/Optax, jitted steps, Flax's init, a msgpack checkpoint.
 import functools
 import glob
 import importlib.util
@@ -16,7 +11,6 @@ import sys
 import time
 from collections import deque
 from dataclasses import dataclass
-from typing import Optional
 
 import flax
 import flax.linen as nn
@@ -42,7 +36,7 @@ class Args:
     """if toggled, this experiment will be tracked with Weights and Biases"""
     wandb_project_name: str = "cleanRL"
     """the wandb's project name"""
-    wandb_entity: Optional[str] = None
+    wandb_entity: str | None = None
     """the entity (team) of wandb's project"""
     capture_video: bool = False
     """whether to capture videos of the agent performances (check out `videos` folder)"""
@@ -96,8 +90,7 @@ def make_env(env_id, num_envs, capture_video, run_name):
             env = gym.make(env_id)
         return gym.wrappers.RecordEpisodeStatistics(env)
 
-    # SAME_STEP autoreset: a sub-env whose episode ends resets within `step`, its true last observation in info["final_obs"]
-    thunks = [functools.partial(thunk, i) for i in range(num_envs)]
+    thunks = [functools.partial(thunk, i) for i in range(num_envs)]  # SAME_STEP: true last obs in info["final_obs"]
     return gym.vector.SyncVectorEnv(thunks, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
 
 
@@ -117,8 +110,7 @@ class QNetwork(nn.Module):
     def __call__(self, x):
         return self.network(x)
 
-    def get_action(self, x, action=None):
-        """The greedy action (or `action` when given) and its return distribution, (B,) and (B, n_atoms)."""
+    def get_action(self, x, action=None):  # the greedy action (or `action`) and its return distribution (B, n_atoms)
         pmfs = jax.nn.softmax(self.network(x).reshape(len(x), self.n_actions, self.n_atoms), axis=2)
         if action is None:
             action = jnp.argmax((pmfs * self.atoms).sum(2), axis=1)
@@ -138,8 +130,7 @@ class ReplayBuffer:
         self.obs = np.zeros((buffer_size,) + obs_shape, dtype=np.float32)
         self.next_obs = np.zeros((buffer_size,) + obs_shape, dtype=np.float32)
         self.actions = np.zeros(buffer_size, dtype=np.int64)
-        self.rewards = np.zeros(buffer_size, dtype=np.float32)
-        self.dones = np.zeros(buffer_size, dtype=np.float32)
+        self.rewards, self.dones = np.zeros(buffer_size, dtype=np.float32), np.zeros(buffer_size, dtype=np.float32)
 
     def add(self, obs, actions, rewards, terminations, truncations, next_obs, final_obs):
         # where an episode ended, next_obs already starts the next one: store the true last observation instead
@@ -160,29 +151,23 @@ def epsilon_schedule(start_e, end_e, duration, t):
 
 
 def project_distribution(next_pmfs, rewards, dones, gamma, atoms):
-    """The projection of r + γ (1 - done) Z' onto the evenly spaced support `atoms` (Algorithm 1 of the paper), as (B,
-    n_atoms) pmfs: each shifted atom, clamped to [v_min, v_max], splits its mass between its two neighbours on the support
-    by closeness (all of it to a point it lands on). `next_pmfs` (B, n_atoms); `rewards`, `dones` (termination) (B,)."""
+    """r + γ (1 - done) Z' projected onto the support `atoms` (the paper's Algorithm 1), (B, n_atoms); done: termination."""
     n_atoms, v_min, v_max = atoms.shape[0], atoms[0], atoms[-1]
     delta_z = (v_max - v_min) / (n_atoms - 1)
     target_atoms = rewards[:, None] + gamma * (1.0 - dones[:, None]) * atoms[None, :]
     b = jnp.clip((jnp.clip(target_atoms, v_min, v_max) - v_min) / delta_z, 0, n_atoms - 1)  # position in units of delta_z
-    # upper is lower + 1 (clamped at the top), so an integer b gives `lower` weight 1, not both neighbours weight 0
     lower = jnp.floor(b).astype(jnp.int32)
-    upper = jnp.minimum(lower + 1, n_atoms - 1)
-    upper_weight = b - lower
+    upper, upper_weight = jnp.minimum(lower + 1, n_atoms - 1), b - lower  # a whole-number b: all its mass to `lower`
     rows = jnp.arange(len(next_pmfs))[:, None]
     target_pmfs = jnp.zeros_like(next_pmfs).at[rows, lower].add(next_pmfs * (1.0 - upper_weight))
     return target_pmfs.at[rows, upper].add(next_pmfs * upper_weight)
 
 
-def steps_crossed(previous_step, step, every):
-    """Multiples of `every` in (previous_step, step]: the updates a cadence owes after one vector step."""
+def steps_crossed(previous_step, step, every):  # multiples of `every` in (previous_step, step]: the updates a cadence owes
     return step // every - previous_step // every
 
 
-def validation_error(args, env):
-    """The first reason this command line cannot run on `env`, as one line, or None (script contract §3)."""
+def validation_error(args, env):  # the first reason this command line cannot run on `env`, as one line, or None
     obs_shape = getattr(env.observation_space, "shape", None) or ()
     memory = args.buffer_size * (8 * int(np.prod(obs_shape)) + 16)  # obs and next_obs in float32, action, reward, done
     sizes = ("num_envs", "buffer_size", "batch_size", "train_frequency", "target_network_frequency")
@@ -212,8 +197,7 @@ def fail(message):  # stops before anything is created: one line on stderr, exit
     sys.exit(2)
 
 
-def evaluate(model_path, eval_episodes, run_name, epsilon=0.05, capture_video=False):
-    """Runs the saved Q-network ε-greedily for `eval_episodes` episodes; returns their episodic returns."""
+def evaluate(model_path, eval_episodes, run_name, epsilon=0.05, capture_video=False):  # returns the returns
     with open(model_path, "rb") as f:
         checkpoint = flax.serialization.msgpack_restore(f.read())
     env_id, seed = checkpoint["args"]["env_id"], checkpoint["args"]["seed"] + 100_000
@@ -249,15 +233,13 @@ if __name__ == "__main__":
     num_iterations = args.total_timesteps // args.num_envs  # whole vector steps (rounded down)
     if num_iterations * args.num_envs // args.train_frequency <= args.learning_starts // args.train_frequency:
         print(f"{SCRIPT}: warning: the run ends before its first gradient step (--learning-starts {args.learning_starts})")
-    os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # rendering videos needs no display
-
+    os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # rendering videos needs no display (and SDL then stays quiet)
     run_time = int(time.time())
     while os.path.exists(f"runs/{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"):
         run_time += 1  # a run that started in the same second owns that name
     run_name = f"{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"
     if args.track:
         import wandb
-
         try:
             wandb.init(project=args.wandb_project_name, entity=args.wandb_entity, name=run_name, config=vars(args),
                        sync_tensorboard=True, save_code=True)  # fmt: skip
@@ -265,8 +247,7 @@ if __name__ == "__main__":
             reason = (str(e).splitlines() or [type(e).__name__])[0]
             fail(f"--track could not start a W&B run ({reason}); run `wandb login` or set WANDB_MODE=offline")
     writer = SummaryWriter(f"runs/{run_name}")
-    table = "\n".join(f"|{key}|{value}|" for key, value in vars(args).items())
-    writer.add_text("hyperparameters", f"|param|value|\n|-|-|\n{table}")
+    writer.add_text("hyperparameters", "|param|value|\n|-|-|\n" + "\n".join(f"|{k}|{v}|" for k, v in vars(args).items()))
     uploaded_videos = set()
 
     def upload_videos(folder):  # W&B gets each finished video once (RecordVideo has no W&B hook)
@@ -277,13 +258,11 @@ if __name__ == "__main__":
     random.seed(args.seed)
     np.random.seed(args.seed)
     q_key = jax.random.split(jax.random.PRNGKey(args.seed))[1]
-
     envs = make_env(args.env_id, args.num_envs, args.capture_video, run_name)
     envs.action_space.seed(args.seed)
-
     q_network = QNetwork(envs.single_action_space.n, args.n_atoms, args.v_min, args.v_max)
     q_params = jax.jit(q_network.init)(q_key, np.zeros((1,) + envs.single_observation_space.shape, np.float32))
-    tx = optax.adam(learning_rate=args.learning_rate, eps=0.01 / args.batch_size)  # the paper's 0.01 / 32
+    tx = optax.adam(learning_rate=args.learning_rate, eps=0.01 / args.batch_size)  # the paper's ε
     q_state = QNetworkState.create(apply_fn=q_network.apply, params=q_params, target_params=q_params, tx=tx)
     greedy_actions = jax.jit(lambda params, obs: q_network.apply(params, obs, method=QNetwork.get_action)[0])
 
@@ -299,16 +278,12 @@ if __name__ == "__main__":
 
         (loss, old_pmfs), grads = jax.value_and_grad(cross_entropy, has_aux=True)(q_state.params)
         return q_state.apply_gradients(grads=grads), loss, (old_pmfs * q_network.atoms).sum(1).mean()
-
     rb = ReplayBuffer(args.buffer_size, envs.single_observation_space.shape)
-    exploration_steps = args.exploration_fraction * args.total_timesteps
-
-    global_step, num_updates = 0, 0
+    global_step, num_updates, recent_returns = 0, 0, deque(maxlen=20)
     start_time = last_print = time.time()
-    recent_returns = deque(maxlen=20)
     obs, _ = envs.reset(seed=args.seed)
     for iteration in range(num_iterations):
-        epsilon = epsilon_schedule(args.start_e, args.end_e, exploration_steps, global_step)
+        epsilon = epsilon_schedule(args.start_e, args.end_e, args.exploration_fraction * args.total_timesteps, global_step)
         # ε-greedy per sub-env; the network is only asked when some sub-env acts greedily
         explore = np.random.random(args.num_envs) < epsilon
         actions = envs.action_space.sample()

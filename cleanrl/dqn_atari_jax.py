@@ -1,6 +1,6 @@
 # DQN for Atari: Mnih et al. 2015, "Human-level control through deep reinforcement learning" (Nature); CleanRL's defaults.
 # Deliberate changes: MSE and Adam (not Huber, RMSProp); time limits are not terminal; game scores logged; frames stored once.
-# The JAX version of dqn_atari.py; only the framework differs: Flax/Optax, jitted steps, Flax's init, a msgpack file.
+# The JAX version of dqn_atari.py; only the framework differs: Flax/Optax, jitted steps, Flax's init, a msgpack checkpoint.
 import functools
 import glob
 import importlib.util

@@ -1,9 +1,6 @@
-# Deep Q-Network (DQN) for Discrete actions on vector observations (classic control): the JAX version of dqn.py.
-# Paper: Mnih et al. 2015, "Human-level control through deep reinforcement learning" (Nature 518).
-# CleanRL's published defaults. Deliberate differences from the paper: MSE instead of the clipped (Huber) error,
-# Adam instead of RMSProp; an episode cut by a time limit is not terminal: its transition stores the true final
-# observation as next_obs and bootstraps from it. Evaluation acts ε-greedily with ε = 0.05.
-# Only the framework differs from dqn.py: Flax/Optax, jitted steps, Flax's default initialisation, a msgpack checkpoint.
+# DQN for classic control: Mnih et al. 2015, "Human-level control through deep reinforcement learning" (Nature); CleanRL's
+# defaults. Deliberate changes: MSE and Adam (not Huber, RMSProp); a time-limit cut is not terminal. Evaluation: ε = 0.05.
+# The JAX version of dqn.py; only the framework differs: Flax/Optax, jitted steps, Flax's init, a msgpack checkpoint.
 import functools
 import glob
 import importlib.util
@@ -14,7 +11,6 @@ import sys
 import time
 from collections import deque
 from dataclasses import dataclass
-from typing import Optional
 
 import flax
 import flax.linen as nn
@@ -40,7 +36,7 @@ class Args:
     """if toggled, this experiment will be tracked with Weights and Biases"""
     wandb_project_name: str = "cleanRL"
     """the wandb's project name"""
-    wandb_entity: Optional[str] = None
+    wandb_entity: str | None = None
     """the entity (team) of wandb's project"""
     capture_video: bool = False
     """whether to capture videos of the agent performances (check out `videos` folder)"""
@@ -90,8 +86,7 @@ def make_env(env_id, num_envs, capture_video, run_name):
             env = gym.make(env_id)
         return gym.wrappers.RecordEpisodeStatistics(env)
 
-    # SAME_STEP autoreset: a sub-env whose episode ends resets within `step`, its true last observation in info["final_obs"]
-    thunks = [functools.partial(thunk, i) for i in range(num_envs)]
+    thunks = [functools.partial(thunk, i) for i in range(num_envs)]  # SAME_STEP: true last obs in info["final_obs"]
     return gym.vector.SyncVectorEnv(thunks, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
 
 
@@ -118,8 +113,7 @@ class ReplayBuffer:
         self.obs = np.zeros((buffer_size,) + obs_shape, dtype=np.float32)
         self.next_obs = np.zeros((buffer_size,) + obs_shape, dtype=np.float32)
         self.actions = np.zeros(buffer_size, dtype=np.int64)
-        self.rewards = np.zeros(buffer_size, dtype=np.float32)
-        self.dones = np.zeros(buffer_size, dtype=np.float32)
+        self.rewards, self.dones = np.zeros(buffer_size, dtype=np.float32), np.zeros(buffer_size, dtype=np.float32)
 
     def add(self, obs, actions, rewards, terminations, truncations, next_obs, final_obs):
         # where an episode ended, next_obs already starts the next one: store the true last observation instead
@@ -144,13 +138,11 @@ def td_target(rewards, next_q_max, dones, gamma):
     return rewards + gamma * next_q_max * (1.0 - dones)
 
 
-def steps_crossed(previous_step, step, every):
-    """Multiples of `every` in (previous_step, step]: the updates a cadence owes after one vector step."""
+def steps_crossed(previous_step, step, every):  # multiples of `every` in (previous_step, step]: the updates a cadence owes
     return step // every - previous_step // every
 
 
-def validation_error(args, env):
-    """The first reason this command line cannot run on `env`, as one line, or None (script contract §3)."""
+def validation_error(args, env):  # the first reason this command line cannot run on `env`, as one line, or None
     obs_shape = getattr(env.observation_space, "shape", None) or ()
     memory = args.buffer_size * (8 * int(np.prod(obs_shape)) + 16)  # obs and next_obs in float32, action, reward, done
     sizes = ("num_envs", "buffer_size", "batch_size", "train_frequency", "target_network_frequency")
@@ -179,8 +171,7 @@ def fail(message):  # stops before anything is created: one line on stderr, exit
     sys.exit(2)
 
 
-def evaluate(model_path, eval_episodes, run_name, epsilon=0.05, capture_video=False):
-    """Runs the saved Q-network ε-greedily for `eval_episodes` episodes; returns their episodic returns."""
+def evaluate(model_path, eval_episodes, run_name, epsilon=0.05, capture_video=False):  # returns the returns
     with open(model_path, "rb") as f:
         checkpoint = flax.serialization.msgpack_restore(f.read())
     env_id, seed = checkpoint["args"]["env_id"], checkpoint["args"]["seed"] + 100_000
@@ -215,15 +206,13 @@ if __name__ == "__main__":
     num_iterations = args.total_timesteps // args.num_envs  # whole vector steps (rounded down)
     if num_iterations * args.num_envs // args.train_frequency <= args.learning_starts // args.train_frequency:
         print(f"{SCRIPT}: warning: the run ends before its first gradient step (--learning-starts {args.learning_starts})")
-    os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # rendering videos needs no display
-
+    os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # rendering videos needs no display (and SDL then stays quiet)
     run_time = int(time.time())
     while os.path.exists(f"runs/{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"):
         run_time += 1  # a run that started in the same second owns that name
     run_name = f"{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"
     if args.track:
         import wandb
-
         try:
             wandb.init(project=args.wandb_project_name, entity=args.wandb_entity, name=run_name, config=vars(args),
                        sync_tensorboard=True, save_code=True)  # fmt: skip
@@ -231,8 +220,7 @@ if __name__ == "__main__":
             reason = (str(e).splitlines() or [type(e).__name__])[0]
             fail(f"--track could not start a W&B run ({reason}); run `wandb login` or set WANDB_MODE=offline")
     writer = SummaryWriter(f"runs/{run_name}")
-    table = "\n".join(f"|{key}|{value}|" for key, value in vars(args).items())
-    writer.add_text("hyperparameters", f"|param|value|\n|-|-|\n{table}")
+    writer.add_text("hyperparameters", "|param|value|\n|-|-|\n" + "\n".join(f"|{k}|{v}|" for k, v in vars(args).items()))
     uploaded_videos = set()
 
     def upload_videos(folder):  # W&B gets each finished video once (RecordVideo has no W&B hook)
@@ -243,10 +231,8 @@ if __name__ == "__main__":
     random.seed(args.seed)
     np.random.seed(args.seed)
     q_key = jax.random.split(jax.random.PRNGKey(args.seed))[1]
-
     envs = make_env(args.env_id, args.num_envs, args.capture_video, run_name)
     envs.action_space.seed(args.seed)
-
     q_network = QNetwork(envs.single_action_space.n)
     q_params = jax.jit(q_network.init)(q_key, np.zeros((1,) + envs.single_observation_space.shape, np.float32))
     q_state = QNetworkState.create(apply_fn=q_network.apply, params=q_params, target_params=q_params,
@@ -265,16 +251,12 @@ if __name__ == "__main__":
         return q_state.apply_gradients(grads=grads), loss, old_val.mean()
 
     update_target = jax.jit(lambda s: s.replace(target_params=optax.incremental_update(s.params, s.target_params, args.tau)))
-
     rb = ReplayBuffer(args.buffer_size, envs.single_observation_space.shape)
-    exploration_steps = args.exploration_fraction * args.total_timesteps
-
-    global_step, num_updates = 0, 0
+    global_step, num_updates, recent_returns = 0, 0, deque(maxlen=20)
     start_time = last_print = time.time()
-    recent_returns = deque(maxlen=20)
     obs, _ = envs.reset(seed=args.seed)
     for iteration in range(num_iterations):
-        epsilon = epsilon_schedule(args.start_e, args.end_e, exploration_steps, global_step)
+        epsilon = epsilon_schedule(args.start_e, args.end_e, args.exploration_fraction * args.total_timesteps, global_step)
         # ε-greedy per sub-env; the network is only asked when some sub-env acts greedily
         explore = np.random.random(args.num_envs) < epsilon
         actions = envs.action_space.sample()
