@@ -1,7 +1,8 @@
 """Learning and reproducibility: the scripts must learn, not only start.
 
-Seeds are fixed and runs are deterministic on the CPU, so the thresholds guard against regressions;
-the margins cover platform-level numeric differences, not seed luck.
+Seeds are fixed and runs are deterministic on one machine, so the thresholds guard against regressions. Another
+CPU rounds floats differently and sends a run down another path, much as another seed would: each threshold sits
+below what every seed measured reaches, not just below the fixed seed's figure.
 """
 
 import numpy as np
@@ -12,15 +13,19 @@ from conftest import check_ok, final_return, only_run_dir, run_script
 
 
 @pytest.mark.learning
-def test_ppo_solves_cartpole_within_200k_steps(workdir):
-    # the published curve reaches ~500 later; by 200k steps seeds 1-4 give 363, 459, 409, 369 here
-    check_ok(run_script("ppo.py", "--env-id", "CartPole-v1", "--total-timesteps", 200_000, "--seed", 2, cwd=workdir))
+def test_ppo_solves_cartpole_within_300k_steps(workdir):
+    # a random policy scores ~22, CartPole-v1 counts as solved at 475. On CI's kind of machine (2-core AMD EPYC) seeds
+    # 1-6 average 500, 491, 500, 490, 481, 475 over their last 20 episodes by 300k steps (seed 1: ~45 s of one core).
+    # By 200k most seeds are still climbing: 342, 339, 425, 318, 392, 404, 393, 423 for seeds 1-8 there (363, 459,
+    # 409, 369 for seeds 1-4 on an earlier machine), too spread for a threshold of 400
+    check_ok(run_script("ppo.py", "--env-id", "CartPole-v1", "--total-timesteps", 300_000, "--seed", 1, cwd=workdir))
     assert final_return(only_run_dir(workdir)) >= 400
 
 
 @pytest.mark.learning
 def test_ppo_continuous_balances_inverted_pendulum(workdir):
-    # seed 1 holds the pole for the whole 1000-step episode from ~45k steps on
+    # seed 1 holds the pole for the whole 1000-step episode from ~44k steps on; on CI's kind of machine (2-core AMD
+    # EPYC) seeds 1-4 all average 1000 over their last 20 episodes (seed 1: ~40 s of one core; random play: ~5)
     check_ok(
         run_script("ppo_continuous_action.py", "--env-id", "InvertedPendulum-v5", "--total-timesteps", 49_152, cwd=workdir)
     )

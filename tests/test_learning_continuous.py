@@ -2,8 +2,9 @@
 
 Pendulum's episodes are 200 steps; a random policy scores about -1200 per episode. With learning from
 step 1000 both agents swing the pendulum up within a few thousand steps. Seeds are fixed and runs are
-deterministic on the CPU, so the thresholds guard against regressions; they sit far from both what the
-fixed seed reaches here and the random score, to cover platform-level numeric differences.
+deterministic on one machine, so the thresholds guard against regressions. Another CPU rounds floats
+differently and sends a run down another path, much as another seed would: each threshold sits below what
+every seed measured reaches, and far from the random score.
 """
 
 import pytest
@@ -15,13 +16,15 @@ PENDULUM_8K = ["--env-id", "Pendulum-v1", "--total-timesteps", 8000, "--learning
 
 @pytest.mark.learning
 def test_sac_learns_pendulum_within_8k_steps(workdir):
-    # seed 1 averages -131 over its last 10 episodes here (seed 2: -136)
+    # on CI's kind of machine (2-core AMD EPYC) seeds 1-3 average -131, -147, -190 over their last 10 episodes
+    # (seed 1: ~145 s of one core); an earlier machine gave -131 and -136 for seeds 1-2
     check_ok(run_script("sac_continuous_action.py", *PENDULUM_8K, cwd=workdir))
     assert final_return(only_run_dir(workdir), last=10) >= -400
 
 
 @pytest.mark.learning
 def test_td3_learns_pendulum_within_8k_steps(workdir):
-    # seed 1 averages -194 over its last 10 episodes here
+    # on CI's kind of machine (2-core AMD EPYC) seeds 1-5 average -167, -215, -414, -355, -223 over their last 10
+    # episodes (seed 1: ~85 s of one core; -194 on an earlier machine); seed 3 is still improving at 8k (last: -131)
     check_ok(run_script("td3_continuous_action.py", *PENDULUM_8K, cwd=workdir))
     assert final_return(only_run_dir(workdir), last=10) >= -500
