@@ -69,7 +69,11 @@ def teacher(scripts_dir, teachers_dir, name):
     if not found:
         folder.mkdir(parents=True, exist_ok=True)
         done = subprocess.run(
-            [sys.executable, str(Path(scripts_dir) / name), *TEACHER_FLAGS], cwd=folder, env=env(), capture_output=True, text=True
+            [sys.executable, str(Path(scripts_dir) / name), *TEACHER_FLAGS],
+            cwd=folder,
+            env=env(),
+            capture_output=True,
+            text=True,
         )
         if done.returncode != 0:
             sys.exit(f"same_values: the teacher run of {name} failed:\n{done.stderr[-2000:]}")
@@ -96,12 +100,19 @@ def record(args):
             name = futures[future]
             results[name] = future.result() | {"flags": plan[name]}
             points = sum(len(v) for v in results[name]["scalars"].values())
-            print(f"{name}: exit {results[name]['returncode']}, {len(results[name]['scalars'])} tags, {points} points", flush=True)
+            print(
+                f"{name}: exit {results[name]['returncode']}, {len(results[name]['scalars'])} tags, {points} points",
+                flush=True,
+            )
     Path(args.out).write_text(json.dumps(dict(sorted(results.items())), indent=1))
 
 
 def same(a, b):
     return a == b or (isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b))
+
+
+def same_points(before, after):
+    return len(before) == len(after) and all(sb == sa and same(vb, va) for (sb, vb), (sa, va) in zip(before, after))
 
 
 def compare(args):
@@ -118,8 +129,7 @@ def compare(args):
             moved += 1
             continue
         tags = sorted(t for t in set(b["scalars"]) | set(a["scalars"]) if not t.endswith(SKIPPED_TAGS))
-        differ = [t for t in tags if len(b["scalars"].get(t, [])) != len(a["scalars"].get(t, []))
-                  or not all(sb == sa and same(vb, va) for (sb, vb), (sa, va) in zip(b["scalars"].get(t, []), a["scalars"].get(t, [])))]  # fmt: skip
+        differ = [t for t in tags if not same_points(b["scalars"].get(t, []), a["scalars"].get(t, []))]
         points = sum(len(b["scalars"].get(t, [])) for t in tags)
         rows.append((name, str(len(tags)), str(points), "identical" if not differ else "moved: " + ", ".join(differ)))
         moved += bool(differ)
