@@ -151,6 +151,6 @@ def test_replay_buffer_stores_what_dqn_stores(jax_dqn, torch_dqn):
 @pytest.mark.learning
 def test_dqn_jax_learns_cartpole_within_150k_steps(workdir):
     # dqn.py's learning test (ε reaches 0.05 at 75k steps); by 150k seeds 1-3 average 500, 257, 403 over their
-    # last 10 episodes, the same on an earlier machine and on CI's kind (2-core AMD EPYC; seed 1: ~40 s of one core)
+    # last 10 episodes, the same on an earlier machine and on CI's kind (2-core AMD EPYC; seed 1: ~30 s of one core)
     check_ok(run_script(SCRIPT, "--env-id", "CartPole-v1", "--total-timesteps", 150_000, "--seed", 1, cwd=workdir))
     assert final_return(only_run_dir(workdir), last=10) >= 250

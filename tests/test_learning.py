@@ -15,7 +15,7 @@ from conftest import check_ok, final_return, only_run_dir, run_script
 @pytest.mark.learning
 def test_ppo_solves_cartpole_within_300k_steps(workdir):
     # a random policy scores ~22, CartPole-v1 counts as solved at 475. On CI's kind of machine (2-core AMD EPYC) seeds
-    # 1-6 average 500, 491, 500, 490, 481, 475 over their last 20 episodes by 300k steps (seed 1: ~45 s of one core).
+    # 1-6 average 500, 491, 500, 490, 481, 475 over their last 20 episodes by 300k steps (seed 1: ~55 s of one core).
     # By 200k most seeds are still climbing: 342, 339, 425, 318, 392, 404, 393, 423 for seeds 1-8 there (363, 459,
     # 409, 369 for seeds 1-4 on an earlier machine), too spread for a threshold of 400
     check_ok(run_script("ppo.py", "--env-id", "CartPole-v1", "--total-timesteps", 300_000, "--seed", 1, cwd=workdir))

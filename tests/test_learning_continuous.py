@@ -17,7 +17,7 @@ PENDULUM_8K = ["--env-id", "Pendulum-v1", "--total-timesteps", 8000, "--learning
 @pytest.mark.learning
 def test_sac_learns_pendulum_within_8k_steps(workdir):
     # on CI's kind of machine (2-core AMD EPYC) seeds 1-3 average -131, -147, -190 over their last 10 episodes
-    # (seed 1: ~145 s of one core); an earlier machine gave -131 and -136 for seeds 1-2
+    # (seed 1: ~105 s of one core); an earlier machine gave -131 and -136 for seeds 1-2
     check_ok(run_script("sac_continuous_action.py", *PENDULUM_8K, cwd=workdir))
     assert final_return(only_run_dir(workdir), last=10) >= -400
 
@@ -25,6 +25,6 @@ def test_sac_learns_pendulum_within_8k_steps(workdir):
 @pytest.mark.learning
 def test_td3_learns_pendulum_within_8k_steps(workdir):
     # on CI's kind of machine (2-core AMD EPYC) seeds 1-5 average -167, -215, -414, -355, -223 over their last 10
-    # episodes (seed 1: ~85 s of one core; -194 on an earlier machine); seed 3 is still improving at 8k (last: -131)
+    # episodes (seed 1: ~65 s of one core; -194 on an earlier machine); seed 3 is still improving at 8k (last: -131)
     check_ok(run_script("td3_continuous_action.py", *PENDULUM_8K, cwd=workdir))
     assert final_return(only_run_dir(workdir), last=10) >= -500

@@ -14,7 +14,7 @@ from conftest import check_ok, final_return, only_run_dir, run_script
 @pytest.mark.learning
 def test_dqn_learns_cartpole_within_150k_steps(workdir):
     # ε reaches 0.05 at 75k steps; by 150k seeds 1-3 average 425, 489, 390 over their last 10 episodes on CI's kind
-    # of machine (2-core AMD EPYC; seed 3: ~30 s of one core), 244, 477, 342 on an earlier machine
+    # of machine (2-core AMD EPYC; seed 3: ~35 s of one core), 244, 477, 342 on an earlier machine
     check_ok(run_script("dqn.py", "--env-id", "CartPole-v1", "--total-timesteps", 150_000, "--seed", 3, cwd=workdir))
     assert final_return(only_run_dir(workdir), last=10) >= 170
 
@@ -22,7 +22,7 @@ def test_dqn_learns_cartpole_within_150k_steps(workdir):
 @pytest.mark.learning
 def test_c51_learns_cartpole_within_120k_steps(workdir):
     # ε reaches 0.05 at 60k steps. On CI's kind of machine (2-core AMD EPYC) seeds 1-8 average 127, 255, 98, 462, 343,
-    # 481, 278, 412 over their last 10 episodes by 120k steps (seed 4: ~40 s of one core, its last 10 all >= 404);
+    # 481, 278, 412 over their last 10 episodes by 120k steps (seed 4: ~45 s of one core, its last 10 all >= 404);
     # an earlier machine gave 151, 200, 312 for seeds 1-3. Some runs (4 of the 14 here) end on a plateau near 125
     # (seed 3's 98: three episodes of ~20 among seven of ~130), so the threshold sits below it, 3x a random policy.
     # Longer budgets are no steadier: with a 10k buffer some seeds forget and fall back to it (by 160k seeds 1-6
