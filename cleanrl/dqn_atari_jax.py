@@ -201,9 +201,10 @@ def validation_error(args, env):  # the first reason this command line cannot ru
     return next((message for failed, message in checks if failed), None)
 
 
-def fail(message):  # stops before anything is created: one line on stderr, exit code 2
-    print(f"{SCRIPT}: {message}", file=sys.stderr)
-    sys.exit(2)
+def exit_if(error):  # a message stops the run before anything is created (one line on stderr, exit code 2); None goes on
+    if error:
+        print(f"{SCRIPT}: {error}", file=sys.stderr)
+        sys.exit(2)
 
 
 def evaluate(model_path, eval_episodes, run_name, epsilon=0.05, capture_video=False):  # returns the scores
@@ -230,14 +231,11 @@ if __name__ == "__main__":
     try:  # unknown ids, missing modules or extras all mean this env cannot be made
         env = gym.make(args.env_id)
     except Exception as e:
-        fail(f"cannot make {args.env_id!r}: {e}")
-    if error := validation_error(args, env):
-        fail(error)
+        exit_if(f"cannot make {args.env_id!r}: {e}")
+    exit_if(validation_error(args, env))
     if args.upload_model:  # the Hub upload is shared plumbing, in cleanrl_utils/huggingface.py
         hub = importlib.util.find_spec("cleanrl_utils") and importlib.import_module("cleanrl_utils.huggingface")
-        error = hub.upload_error(args) if hub else "--upload-model needs cleanrl_utils (pip install -e . in a cleanrl clone)"
-        if error:
-            fail(error)
+        exit_if(hub.upload_error(args) if hub else "--upload-model needs cleanrl_utils (pip install -e . in a cleanrl clone)")
     num_iterations = args.total_timesteps // args.num_envs  # whole vector steps: rounds down
     if num_iterations * args.num_envs // args.train_frequency <= args.learning_starts // args.train_frequency:
         print(f"{SCRIPT}: warning: the run ends before its first gradient step (--learning-starts {args.learning_starts})")
@@ -253,15 +251,10 @@ if __name__ == "__main__":
                        sync_tensorboard=True, save_code=True)  # fmt: skip
         except Exception as e:  # not logged in, no network, unknown entity: stop before anything is written
             reason = (str(e).splitlines() or [type(e).__name__])[0]
-            fail(f"--track could not start a W&B run ({reason}); run `wandb login` or set WANDB_MODE=offline")
+            exit_if(f"--track could not start a W&B run ({reason}); run `wandb login` or set WANDB_MODE=offline")
     writer = SummaryWriter(f"runs/{run_name}")
     writer.add_text("hyperparameters", "|param|value|\n|-|-|\n" + "\n".join(f"|{k}|{v}|" for k, v in vars(args).items()))
-    uploaded_videos = set()
-
-    def upload_videos(folder):  # W&B gets each finished video once (RecordVideo has no W&B hook)
-        for path in sorted(set(glob.glob(f"{folder}/*.mp4")) - uploaded_videos) if args.track else []:
-            uploaded_videos.add(path)
-            wandb.log({"videos": wandb.Video(path, format="mp4")})
+    uploaded_videos = set()  # W&B gets each finished video once (RecordVideo has no W&B hook)
 
     random.seed(args.seed)
     np.random.seed(args.seed)
@@ -338,9 +331,10 @@ if __name__ == "__main__":
             recent = f"{np.mean(recent_returns):.2f}" if recent_returns else "n/a"
             sps = int(global_step / (time.time() - start_time))
             print(f"global_step={global_step}, episodic_return(last {len(recent_returns)})={recent}, SPS={sps}", flush=True)
-            upload_videos(f"videos/{run_name}")
+            for path in sorted(set(glob.glob(f"videos/{run_name}/*.mp4")) - uploaded_videos) if args.track else []:
+                uploaded_videos.add(path)
+                wandb.log({"videos": wandb.Video(path, format="mp4")})
     envs.close()  # RecordVideo writes the video of an episode still running when it closes
-    upload_videos(f"videos/{run_name}")
 
     if args.save_model:
         model_path = f"runs/{run_name}/{args.exp_name}.cleanrl_model"
@@ -352,10 +346,11 @@ if __name__ == "__main__":
         for idx, episodic_return in enumerate(episodic_returns):
             writer.add_scalar("eval/episodic_return", episodic_return, idx)
         print(f"eval/episodic_return over {len(episodic_returns)} episodes: {np.mean(episodic_returns):.2f}")
-        upload_videos(f"videos/{run_name}-eval")
 
     writer.close()
-    if args.track:
+    if args.track:  # the videos not sent yet: the training's last and the evaluation's
+        for path in sorted(set(glob.glob(f"videos/{run_name}*/*.mp4")) - uploaded_videos):
+            wandb.log({"videos": wandb.Video(path, format="mp4")})
         wandb.finish()
     if args.upload_model:  # last, so that a failed upload leaves every local result written
         hub.push_to_hub(args, run_name, episodic_returns, __file__, "DQN (JAX)", "Deep Q-Network")

@@ -202,9 +202,10 @@ def validation_error(args, env, world_size=1, local_world_size=1):
     return next((message for failed, message in checks if failed), None)
 
 
-def fail(message):  # stops before anything is created: one line on stderr, exit code 2
-    print(f"{SCRIPT}: {message}", file=sys.stderr)
-    sys.exit(2)
+def exit_if(error):  # a message stops the run before anything is created (one line on stderr, exit code 2); None goes on
+    if error:
+        print(f"{SCRIPT}: {error}", file=sys.stderr)
+        sys.exit(2)
 
 
 def evaluate(model_path, eval_episodes, run_name, device, capture_video=False):
@@ -235,14 +236,11 @@ if __name__ == "__main__":
     try:  # every rank checks the same things and refuses alike, before any of them waits for the others
         env = gym.make(args.env_id)
     except Exception as e:
-        fail(f"cannot make {args.env_id!r}: {e}")
-    if error := validation_error(args, env, world_size, local_world_size):
-        fail(error)
+        exit_if(f"cannot make {args.env_id!r}: {e}")
+    exit_if(validation_error(args, env, world_size, local_world_size))
     if args.upload_model:  # the Hub upload is shared plumbing, in cleanrl_utils/huggingface.py
         hub = importlib.util.find_spec("cleanrl_utils") and importlib.import_module("cleanrl_utils.huggingface")
-        error = hub.upload_error(args) if hub else "--upload-model needs cleanrl_utils (pip install -e . in a cleanrl clone)"
-        if error:
-            fail(error)
+        exit_if(hub.upload_error(args) if hub else "--upload-model needs cleanrl_utils (pip install -e . in a cleanrl clone)")
     args.world_size = world_size
     args.num_envs = args.local_num_envs * world_size
     args.local_batch_size = int(args.local_num_envs * args.num_steps)
@@ -284,12 +282,7 @@ if __name__ == "__main__":
     if rank == 0:
         writer = SummaryWriter(f"runs/{run_name}")
         writer.add_text("hyperparameters", "|param|value|\n|-|-|\n" + "\n".join(f"|{k}|{v}|" for k, v in vars(args).items()))
-    uploaded_videos = set()
-
-    def upload_videos(folder):  # W&B (on rank 0) gets each finished video once (RecordVideo has no W&B hook)
-        for path in sorted(set(glob.glob(f"{folder}/*.mp4")) - uploaded_videos) if args.track else []:
-            uploaded_videos.add(path)
-            wandb.log({"videos": wandb.Video(path, format="mp4")})
+    uploaded_videos = set()  # W&B (on rank 0) gets each finished video once (RecordVideo has no W&B hook)
 
     rank_seed = args.seed + rank  # each rank samples actions and shuffles minibatches with its own seed
     random.seed(rank_seed)
@@ -443,13 +436,14 @@ if __name__ == "__main__":
             last_print = time.time()
             recent = f"{np.mean(recent_returns):.2f}" if recent_returns else "n/a"
             print(f"global_step={global_step}, episodic_return(last {len(recent_returns)})={recent}, SPS={sps}", flush=True)
-        upload_videos(f"videos/{run_name}")
+        for path in sorted(set(glob.glob(f"videos/{run_name}/*.mp4")) - uploaded_videos) if args.track else []:
+            uploaded_videos.add(path)
+            wandb.log({"videos": wandb.Video(path, format="mp4")})
     envs.close()  # RecordVideo writes the video of an episode still running when it closes
     if world_size > 1:
         dist.destroy_process_group()  # training is over: rank 0 alone saves, evaluates and uploads
 
     if rank == 0:
-        upload_videos(f"videos/{run_name}")
         if args.save_model:
             model_path = f"runs/{run_name}/{args.exp_name}.cleanrl_model"
             torch.save({"model": agent.state_dict(), "args": vars(args)}, model_path)
@@ -458,10 +452,11 @@ if __name__ == "__main__":
             for idx, episodic_return in enumerate(episodic_returns):
                 writer.add_scalar("eval/episodic_return", episodic_return, idx)
             print(f"eval/episodic_return over {len(episodic_returns)} episodes: {np.mean(episodic_returns):.2f}")
-            upload_videos(f"videos/{run_name}-eval")
 
         writer.close()
-        if args.track:
+        if args.track:  # the videos not sent yet: the training's last and the evaluation's
+            for path in sorted(set(glob.glob(f"videos/{run_name}*/*.mp4")) - uploaded_videos):
+                wandb.log({"videos": wandb.Video(path, format="mp4")})
             wandb.finish()
         if args.upload_model:  # last, so that a failed upload leaves every local result written
             launch = ["python"] if world_size == 1 else ["torchrun", "--standalone", f"--nproc-per-node={world_size}"]

@@ -94,11 +94,8 @@ class Args:
     """the target KL divergence threshold (stops the epochs of an update early)"""
 
 
-class RecordGame(BaseParallelWrapper):
-    """Puts a finished game's statistics in every player's info on its last step, `info["episode"] = {"r": {player:
-    score}, "l": agent steps}`; with `video_folder`, films the games RecordVideo would (0, 1, 8, ..., 1000, 2000, ...)."""
-
-    def __init__(self, env, video_folder=None):
+class RecordGame(BaseParallelWrapper):  # at a game's end: info["episode"] = {"r": {player: score}, "l": agent steps}
+    def __init__(self, env, video_folder=None):  # with a folder, films the games RecordVideo would: 0, 1, 8, ..., 1000, ...
         super().__init__(env)
         self.video_folder, self.game = video_folder, -1
         self.video = video_folder and importlib.import_module("gymnasium.utils.save_video")  # moviepy: only when filming
@@ -124,9 +121,7 @@ class RecordGame(BaseParallelWrapper):
         return observations, rewards, terminations, truncations, infos
 
 
-def make_vector_env(env_id, num_games, capture_video, run_name, max_cycles):
-    """One sub-env per player (game g's at g * players + 0, 1, ...); SB3 autoreset: info["terminal_observation"]"""
-
+def make_vector_env(env_id, num_games, capture_video, run_name, max_cycles):  # sub-env g * players + p: game g, player p
     def thunk(idx):
         film = capture_video and idx == 0
         env = importlib.import_module(f"pettingzoo.atari.{env_id}").parallel_env(
@@ -210,13 +205,13 @@ def validation_error(args, players):  # the first reason this command line canno
     return next((message for failed, message in checks if failed), None)
 
 
-def fail(message):  # stops before anything is created: one line on stderr, exit code 2
-    print(f"{SCRIPT}: {message}", file=sys.stderr)
-    sys.exit(2)
+def exit_if(error):  # a message stops the run before anything is created (one line on stderr, exit code 2); None goes on
+    if error:
+        print(f"{SCRIPT}: {error}", file=sys.stderr)
+        sys.exit(2)
 
 
-def evaluate(model_path, eval_episodes, run_name, device, capture_video=False):
-    """Plays the saved agent against itself for `eval_episodes` games; returns the first player's game scores."""
+def evaluate(model_path, eval_episodes, run_name, device, capture_video=False):  # self-play; the first player's scores
     checkpoint = torch.load(model_path, map_location=device, weights_only=True)
     saved = checkpoint["args"]
     envs = make_vector_env(saved["env_id"], 1, capture_video, f"{run_name}-eval", saved["max_cycles"])
@@ -236,17 +231,13 @@ def evaluate(model_path, eval_episodes, run_name, device, capture_video=False):
 
 if __name__ == "__main__":
     args = tyro.cli(Args)
-    if error := env_error(args.env_id):
-        fail(error)
+    exit_if(env_error(args.env_id))
     game = importlib.import_module(f"pettingzoo.atari.{args.env_id}").parallel_env(auto_rom_install_path=ROMS)
     agent_names, players = game.possible_agents, len(game.possible_agents)  # the ROMs ship in ale-py: a known id plays
-    if error := validation_error(args, players):
-        fail(error)
+    exit_if(validation_error(args, players))
     if args.upload_model:  # the Hub upload is shared plumbing, in cleanrl_utils/huggingface.py
         hub = importlib.util.find_spec("cleanrl_utils") and importlib.import_module("cleanrl_utils.huggingface")
-        error = hub.upload_error(args) if hub else "--upload-model needs cleanrl_utils (pip install -e . in a cleanrl clone)"
-        if error:
-            fail(error)
+        exit_if(hub.upload_error(args) if hub else "--upload-model needs cleanrl_utils (pip install -e . in a cleanrl clone)")
     args.batch_size = int(args.num_envs * args.num_steps)
     args.minibatch_size = int(args.batch_size // args.num_minibatches)
     args.num_iterations = args.total_timesteps // args.batch_size  # rounded down to whole batches
@@ -258,21 +249,15 @@ if __name__ == "__main__":
     run_name = f"{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"
     if args.track:
         import wandb
-
         try:
             wandb.init(project=args.wandb_project_name, entity=args.wandb_entity, name=run_name, config=vars(args),
                        sync_tensorboard=True, save_code=True)  # fmt: skip
         except Exception as e:  # not logged in, no network, unknown entity: stop before anything is written
             reason = (str(e).splitlines() or [type(e).__name__])[0]
-            fail(f"--track could not start a W&B run ({reason}); run `wandb login` or set WANDB_MODE=offline")
+            exit_if(f"--track could not start a W&B run ({reason}); run `wandb login` or set WANDB_MODE=offline")
     writer = SummaryWriter(f"runs/{run_name}")
     writer.add_text("hyperparameters", "|param|value|\n|-|-|\n" + "\n".join(f"|{k}|{v}|" for k, v in vars(args).items()))
-    uploaded_videos = set()
-
-    def upload_videos(folder):  # W&B gets each finished video once (no W&B hook sees RecordGame's videos)
-        for path in sorted(set(glob.glob(f"{folder}/*.mp4")) - uploaded_videos) if args.track else []:
-            uploaded_videos.add(path)
-            wandb.log({"videos": wandb.Video(path, format="mp4")})
+    uploaded_videos = set()  # W&B gets each finished video once (no W&B hook sees RecordGame's videos)
 
     random.seed(args.seed)
     np.random.seed(args.seed)
@@ -282,7 +267,6 @@ if __name__ == "__main__":
     envs = make_vector_env(args.env_id, args.num_envs // players, args.capture_video, run_name, args.max_cycles)
     envs.action_space.seed(args.seed)
     print(f"{args.env_id}: {args.num_envs // players} game(s) of {players} players; time limit {args.max_cycles} frames")
-
     agent = Agent(envs.observation_space.shape[-1], envs.action_space.n).to(device)
     optimizer = optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5)
     obs = torch.zeros((args.num_steps, args.num_envs) + envs.observation_space.shape, dtype=torch.uint8).to(device)
@@ -409,9 +393,10 @@ if __name__ == "__main__":
             last_print = time.time()
             recent = f"{np.mean(recent_lengths):.1f}" if recent_lengths else "n/a"
             print(f"global_step={global_step}, episodic_length(last {len(recent_lengths)})={recent}, SPS={sps}", flush=True)
-        upload_videos(f"videos/{run_name}")
+        for path in sorted(set(glob.glob(f"videos/{run_name}/*.mp4")) - uploaded_videos) if args.track else []:
+            uploaded_videos.add(path)
+            wandb.log({"videos": wandb.Video(path, format="mp4")})
     envs.close()
-    upload_videos(f"videos/{run_name}")
 
     if args.save_model:
         model_path = f"runs/{run_name}/{args.exp_name}.cleanrl_model"
@@ -422,10 +407,11 @@ if __name__ == "__main__":
             writer.add_scalar("eval/episodic_return", episodic_return, idx)
         print(f"eval/episodic_return (first player, against itself) over {len(episodic_returns)} games: "
               f"{np.mean(episodic_returns):.2f}")  # fmt: skip
-        upload_videos(f"videos/{run_name}-eval")
 
     writer.close()
-    if args.track:
+    if args.track:  # the videos not sent yet: the training's last and the evaluation's
+        for path in sorted(set(glob.glob(f"videos/{run_name}*/*.mp4")) - uploaded_videos):
+            wandb.log({"videos": wandb.Video(path, format="mp4")})
         wandb.finish()
     if args.upload_model:  # last, so that a failed upload leaves every local result written
         hub.push_to_hub(args, run_name, episodic_returns, __file__, "PPO self-play", "Proximal Policy Optimization")

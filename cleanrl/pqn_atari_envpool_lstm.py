@@ -221,9 +221,10 @@ def validation_error(args):
     return next((message for failed, message in checks if failed), None)
 
 
-def fail(message):  # stops before anything is created: one line on stderr, exit code 2
-    print(f"{SCRIPT}: {message}", file=sys.stderr)
-    sys.exit(2)
+def exit_if(error):  # a message stops the run before anything is created (one line on stderr, exit code 2); None goes on
+    if error:
+        print(f"{SCRIPT}: {error}", file=sys.stderr)
+        sys.exit(2)
 
 
 def evaluate(model_path, eval_episodes, run_name, device, capture_video=False):  # ε-greedy (0.05) games' scores
@@ -258,13 +259,10 @@ def evaluate(model_path, eval_episodes, run_name, device, capture_video=False): 
 
 if __name__ == "__main__":
     args = tyro.cli(Args)
-    if error := env_error(args.env_id) or validation_error(args):
-        fail(error)
+    exit_if(env_error(args.env_id) or validation_error(args))
     if args.upload_model:  # the Hub upload is shared plumbing, in cleanrl_utils/huggingface.py
         hub = importlib.util.find_spec("cleanrl_utils") and importlib.import_module("cleanrl_utils.huggingface")
-        error = hub.upload_error(args) if hub else "--upload-model needs cleanrl_utils (pip install -e . in a cleanrl clone)"
-        if error:
-            fail(error)
+        exit_if(hub.upload_error(args) if hub else "--upload-model needs cleanrl_utils (pip install -e . in a cleanrl clone)")
     args.batch_size = int(args.num_envs * args.num_steps)
     args.minibatch_size = int(args.batch_size // args.num_minibatches)
     args.num_iterations = args.total_timesteps // args.batch_size
@@ -285,16 +283,11 @@ if __name__ == "__main__":
                        sync_tensorboard=True, save_code=True)  # fmt: skip
         except Exception as e:  # not logged in, no network, unknown entity: stop before anything is written
             reason = (str(e).splitlines() or [type(e).__name__])[0]
-            fail(f"--track could not start a W&B run ({reason}); run `wandb login` or set WANDB_MODE=offline")
+            exit_if(f"--track could not start a W&B run ({reason}); run `wandb login` or set WANDB_MODE=offline")
     writer = SummaryWriter(f"runs/{run_name}")
     table = "\n".join(f"|{key}|{value}|" for key, value in vars(args).items())
     writer.add_text("hyperparameters", f"|param|value|\n|-|-|\n{table}")
-    uploaded_videos = set()
-
-    def upload_videos(folder):  # W&B gets each finished video once (the videos are written by this script)
-        for path in sorted(set(glob.glob(f"{folder}/*.mp4")) - uploaded_videos) if args.track else []:
-            uploaded_videos.add(path)
-            wandb.log({"videos": wandb.Video(path, format="mp4")})
+    uploaded_videos = set()  # W&B gets each finished video once (the videos are written by this script)
 
     random.seed(args.seed)
     np.random.seed(args.seed)
@@ -403,9 +396,10 @@ if __name__ == "__main__":
             last_print = time.time()
             recent = f"{np.mean(recent_returns):.2f}" if recent_returns else "n/a"
             print(f"global_step={global_step}, episodic_return(last {len(recent_returns)})={recent}, SPS={sps}", flush=True)
-            upload_videos(f"videos/{run_name}")
+            for path in sorted(set(glob.glob(f"videos/{run_name}/*.mp4")) - uploaded_videos) if args.track else []:
+                uploaded_videos.add(path)
+                wandb.log({"videos": wandb.Video(path, format="mp4")})
     envs.close()
-    upload_videos(f"videos/{run_name}")
 
     if args.save_model:
         model_path = f"runs/{run_name}/{args.exp_name}.cleanrl_model"
@@ -415,10 +409,11 @@ if __name__ == "__main__":
         for idx, episodic_return in enumerate(episodic_returns):
             writer.add_scalar("eval/episodic_return", episodic_return, idx)
         print(f"eval/episodic_return over {len(episodic_returns)} episodes: {np.mean(episodic_returns):.2f}")
-        upload_videos(f"videos/{run_name}-eval")
 
     writer.close()
-    if args.track:
+    if args.track:  # the videos not sent yet: the training's last and the evaluation's
+        for path in sorted(set(glob.glob(f"videos/{run_name}*/*.mp4")) - uploaded_videos):
+            wandb.log({"videos": wandb.Video(path, format="mp4")})
         wandb.finish()
     if args.upload_model:  # last, so that a failed upload leaves every local result written
         hub.push_to_hub(args, run_name, episodic_returns, __file__, "PQN-LSTM", "Parallelised Q-Network with an LSTM")

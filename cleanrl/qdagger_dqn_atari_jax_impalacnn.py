@@ -338,9 +338,10 @@ def validation_error(args, env):  # the first reason this command line cannot ru
     return next((message for failed, message in checks if failed), None)
 
 
-def fail(message):  # stops before anything is created: one line on stderr, exit code 2
-    print(f"{SCRIPT}: {message}", file=sys.stderr)
-    sys.exit(2)
+def exit_if(error):  # a message stops the run before anything is created (one line on stderr, exit code 2); None goes on
+    if error:
+        print(f"{SCRIPT}: {error}", file=sys.stderr)
+        sys.exit(2)
 
 
 @functools.partial(jax.jit, static_argnums=0)
@@ -379,18 +380,15 @@ if __name__ == "__main__":
     try:  # unknown ids, missing modules or extras all mean this env cannot be made
         env = gym.make(args.env_id)
     except Exception as e:
-        fail(f"cannot make {args.env_id!r}: {e}")
-    if error := validation_error(args, env):
-        fail(error)
+        exit_if(f"cannot make {args.env_id!r}: {e}")
+    exit_if(validation_error(args, env))
     if args.upload_model:  # the Hub upload is shared plumbing, in cleanrl_utils/huggingface.py
         hub = importlib.util.find_spec("cleanrl_utils") and importlib.import_module("cleanrl_utils.huggingface")
-        error = hub.upload_error(args) if hub else "--upload-model needs cleanrl_utils (pip install -e . in a cleanrl clone)"
-        if error:
-            fail(error)
+        exit_if(hub.upload_error(args) if hub else "--upload-model needs cleanrl_utils (pip install -e . in a cleanrl clone)")
     n_actions = int(env.action_space.n)
     teacher_params, teacher_source, error = load_teacher(args, n_actions)  # last: it may download
     if error:
-        fail(error)
+        exit_if(error)
     teacher_iterations = args.teacher_steps // args.num_envs if args.offline_steps > 0 else 0
     num_iterations = args.total_timesteps // args.num_envs
     if args.total_timesteps % args.num_envs != 0:
@@ -411,15 +409,10 @@ if __name__ == "__main__":
                        sync_tensorboard=True, save_code=True)  # fmt: skip
         except Exception as e:  # not logged in, no network, unknown entity: stop before anything is written
             reason = (str(e).splitlines() or [type(e).__name__])[0]
-            fail(f"--track could not start a W&B run ({reason}); run `wandb login` or set WANDB_MODE=offline")
+            exit_if(f"--track could not start a W&B run ({reason}); run `wandb login` or set WANDB_MODE=offline")
     writer = SummaryWriter(f"runs/{run_name}")
     writer.add_text("hyperparameters", "|param|value|\n|-|-|\n" + "\n".join(f"|{k}|{v}|" for k, v in vars(args).items()))
-    uploaded_videos = set()
-
-    def upload_videos(folder):  # W&B gets each finished video once (RecordVideo has no W&B hook)
-        for path in sorted(set(glob.glob(f"{folder}/*.mp4")) - uploaded_videos) if args.track else []:
-            uploaded_videos.add(path)
-            wandb.log({"videos": wandb.Video(path, format="mp4")})
+    uploaded_videos = set()  # W&B gets each finished video once (RecordVideo has no W&B hook)
 
     unchecked = []  # (finite flag on the device, where) of the updates since the last check
 
@@ -502,7 +495,6 @@ if __name__ == "__main__":
                 recent = f"{np.mean(teacher_returns):.2f}" if teacher_returns else "n/a"
                 print(f"teacher_step={teacher_step}, episodic_return(last {len(teacher_returns)})={recent}", flush=True)
         teacher_envs.close()
-        upload_videos(f"videos/{run_name}-teacher")
 
         # phase 3: the student learns offline from the teacher's replay memory, with full distillation
         phase_start = last_print = time.time()
@@ -598,9 +590,10 @@ if __name__ == "__main__":
             sps = int(global_step / (time.time() - start_time))
             print(f"global_step={global_step}, episodic_return(last {len(recent_returns)})={recent}, "
                   f"distill_coeff={distill_coeff:.3f}, SPS={sps}", flush=True)  # fmt: skip
-            upload_videos(f"videos/{run_name}")
+            for path in sorted(set(glob.glob(f"videos/{run_name}/*.mp4")) - uploaded_videos) if args.track else []:
+                uploaded_videos.add(path)
+                wandb.log({"videos": wandb.Video(path, format="mp4")})
     envs.close()  # RecordVideo writes the video of an episode still running when it closes
-    upload_videos(f"videos/{run_name}")
     stop_on_non_finite()  # the updates since the last logged step
 
     if args.save_model:
@@ -613,10 +606,11 @@ if __name__ == "__main__":
         for idx, episodic_return in enumerate(episodic_returns):
             writer.add_scalar("eval/episodic_return", episodic_return, idx)
         print(f"eval/episodic_return over {len(episodic_returns)} episodes: {np.mean(episodic_returns):.2f}")
-        upload_videos(f"videos/{run_name}-eval")
 
     writer.close()
-    if args.track:
+    if args.track:  # the videos not sent yet: the teacher's, the training's last and the evaluation's
+        for path in sorted(set(glob.glob(f"videos/{run_name}*/*.mp4")) - uploaded_videos):
+            wandb.log({"videos": wandb.Video(path, format="mp4")})
         wandb.finish()
     if args.upload_model:  # last, so that a failed upload leaves every local result written
         hub.push_to_hub(args, run_name, episodic_returns, __file__, "QDagger (JAX)", "a DQN student distilled from a teacher")

@@ -24,11 +24,23 @@ SCALE = torch.tensor([2.0, 0.25])
 BIAS = torch.tensor([1.0, 0.25])
 
 
-@pytest.mark.parametrize("module", ALL, ids=lambda m: m.__name__)
+SQUASHED = torch.tensor([[-1.0, -1.0], [1.0, 1.0], [0.0, 0.0], [0.5, -0.5]])
+RESCALED = torch.tensor([[-1.0, 0.0], [3.0, 0.5], [1.0, 0.25], [2.0, 0.125]])
+
+
+@pytest.mark.parametrize("module", [SAC, TD3], ids=lambda m: m.__name__)
 def test_rescale_action_maps_minus_one_one_to_each_dimensions_bounds(module):
-    squashed = torch.tensor([[-1.0, -1.0], [1.0, 1.0], [0.0, 0.0], [0.5, -0.5]])
-    expected = torch.tensor([[-1.0, 0.0], [3.0, 0.5], [1.0, 0.25], [2.0, 0.125]])
-    assert torch.allclose(module.rescale_action(squashed, SCALE, BIAS), expected)
+    assert torch.allclose(module.rescale_action(SQUASHED, SCALE, BIAS), RESCALED)
+
+
+def test_ddpg_actor_maps_minus_one_one_to_each_dimensions_bounds():
+    # DDPG's actor rescales inline, as upstream's does: drive its tanh to each squashed row through fc_mu's bias
+    actor = DDPG.Actor(3, LOW, HIGH)
+    with torch.no_grad():
+        actor.fc_mu.weight.zero_()
+        for squashed, expected in zip(SQUASHED, RESCALED):
+            actor.fc_mu.bias.copy_(torch.atanh(squashed.clamp(-1 + 1e-7, 1 - 1e-7)).clamp(-20, 20))
+            assert torch.allclose(actor(torch.randn(1, 3)), expected[None], atol=1e-5)
 
 
 @pytest.mark.parametrize("module", ALL, ids=lambda m: m.__name__)

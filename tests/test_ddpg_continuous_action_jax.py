@@ -16,6 +16,7 @@ from jax_parity import both, dense_params
 SCRIPT = "ddpg_continuous_action_jax.py"
 DDPG = load_script("ddpg_continuous_action")
 DDPG_JAX = load_script("ddpg_continuous_action_jax")
+TD3 = load_script("td3_continuous_action")  # the torch DDPG rescales and soft-updates inline; TD3 has both as functions
 TINY = JAX_TINY[SCRIPT]  # the twin's: 300 Hopper steps, learning from step 100
 TAGS = ["losses/qf1_values", "losses/qf1_loss", "losses/actor_loss", "charts/SPS"]
 
@@ -32,7 +33,7 @@ def test_rescale_action_matches_the_twin():
     squashed = rng.uniform(-1, 1, (64, 3)).astype(np.float32)
     squashed[:2] = [[-1, -1, -1], [1, 1, 1]]  # the bounds themselves
     (t_squashed, t_scale, t_bias), (j_squashed, j_scale, j_bias) = both(squashed, SCALE, BIAS)
-    expected = DDPG.rescale_action(t_squashed, t_scale, t_bias).numpy()
+    expected = TD3.rescale_action(t_squashed, t_scale, t_bias).numpy()
     np.testing.assert_allclose(DDPG_JAX.rescale_action(j_squashed, j_scale, j_bias), expected, **TOL)
     np.testing.assert_allclose(expected[:2], [LOW, HIGH], **TOL)
 
@@ -64,7 +65,7 @@ def test_soft_update_matches_the_twin():
     torch.manual_seed(0)
     source, target = DDPG.QNetwork(5, 3), DDPG.QNetwork(5, 3)
     j_source, j_target = dense_params(source), dense_params(target)
-    DDPG.soft_update(target, source, 0.005)
+    TD3.soft_update(target, source, 0.005)
     result = DDPG_JAX.soft_update(j_target, j_source, 0.005)
     jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, **TOL), result, dense_params(target))
 
