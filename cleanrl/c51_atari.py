@@ -185,7 +185,7 @@ def project_distribution(next_pmfs, rewards, dones, gamma, atoms):
     return target_pmfs.scatter_add_(1, upper, next_pmfs * upper_weight)
 
 
-def steps_crossed(previous_step, step, every):  # multiples of `every` in (previous_step, step]: the updates a cadence owes
+def steps_crossed(previous_step, step, every):  # how many of the steps previous_step+1 .. step are multiples of `every`
     return step // every - previous_step // every
 
 

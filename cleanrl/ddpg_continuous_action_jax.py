@@ -145,7 +145,8 @@ class ReplayBuffer:  # the last `buffer_size` transitions; `done` is termination
         for i in range(len(actions)):
             self.next_obs[self.pos] = final_obs[i] if terminations[i] or truncations[i] else next_obs[i]
             self.obs[self.pos], self.actions[self.pos], self.rewards[self.pos] = obs[i], actions[i], rewards[i]
-            self.dones[self.pos], self.pos = terminations[i], (self.pos + 1) % self.buffer_size
+            self.dones[self.pos] = terminations[i]  # not truncations: those still bootstrap
+            self.pos = (self.pos + 1) % self.buffer_size
             self.size = min(self.size + 1, self.buffer_size)
 
     def sample(self, batch_size):
@@ -153,7 +154,7 @@ class ReplayBuffer:  # the last `buffer_size` transitions; `done` is termination
         return self.obs[idx], self.actions[idx], self.rewards[idx], self.next_obs[idx], self.dones[idx]
 
 
-def validation_error(args, env):  # the first reason this command line cannot run on `env`, or None (contract §3)
+def validation_error(args, env):  # the first reason this command line cannot run on `env`, or None
     space, obs_shape = env.action_space, env.observation_space.shape or ()
     low, high = (np.asarray(getattr(space, bound, np.nan)) for bound in ("low", "high"))
     memory = args.buffer_size * (8 * int(np.prod(obs_shape)) + 4 * low.size + 8)  # obs, next_obs, action, reward, done
@@ -208,14 +209,16 @@ if __name__ == "__main__":
     try:  # unknown ids, missing modules or extras all mean this env cannot be made
         env = gym.make(args.env_id, render_mode="rgb_array") if args.capture_video else gym.make(args.env_id)
     except Exception as e:
-        exit_if(f"cannot make {args.env_id!r}: {e}" + f" (with MUJOCO_GL={gl})" * args.capture_video)
+        exit_if(f"cannot make {args.env_id!r}: {e}" + (f" (with MUJOCO_GL={gl})" if gl else ""))
     exit_if(validation_error(args, env))
     if args.capture_video:  # a video renders its first frame now, not after the training
         with warnings.catch_warnings(action="ignore"):  # GL back-ends warn on the way to their errors: one line
             try:
-                env.reset(seed=0), env.render()
+                env.reset(seed=0)
+                env.render()
             except Exception as e:
                 exit_if(f"cannot render {args.env_id} with MUJOCO_GL={gl} (headless machines need egl): {e}")
+        env.close()  # its GL context goes now: left to the exit, it outlives EGL and prints tracebacks
     if args.upload_model:  # the Hub upload is shared plumbing, in cleanrl_utils/huggingface.py
         hub = importlib.util.find_spec("cleanrl_utils") and importlib.import_module("cleanrl_utils.huggingface")
         exit_if(hub.upload_error(args) if hub else "--upload-model needs cleanrl_utils (pip install -e . in a cleanrl clone)")

@@ -116,7 +116,8 @@ class ReplayBuffer:
         for i in range(len(actions)):
             self.next_obs[self.pos] = final_obs[i] if terminations[i] or truncations[i] else next_obs[i]
             self.obs[self.pos], self.actions[self.pos], self.rewards[self.pos] = obs[i], actions[i], rewards[i]
-            self.dones[self.pos], self.pos = terminations[i], (self.pos + 1) % self.buffer_size
+            self.dones[self.pos] = terminations[i]  # not truncations: those still bootstrap
+            self.pos = (self.pos + 1) % self.buffer_size
             self.size = min(self.size + 1, self.buffer_size)
 
     def sample(self, batch_size):
@@ -135,7 +136,7 @@ def td_target(rewards, next_q_max, dones, gamma):
     return rewards + gamma * next_q_max * (1.0 - dones)
 
 
-def steps_crossed(previous_step, step, every):  # multiples of `every` in (previous_step, step]: the updates a cadence owes
+def steps_crossed(previous_step, step, every):  # how many of the steps previous_step+1 .. step are multiples of `every`
     return step // every - previous_step // every
 
 

@@ -168,7 +168,7 @@ def td_target(rewards, next_q_max, dones, gamma):  # `dones` is termination only
     return rewards + gamma * next_q_max * (1.0 - dones)
 
 
-def steps_crossed(previous_step, step, every):  # multiples of `every` in (previous_step, step]: the updates a cadence owes
+def steps_crossed(previous_step, step, every):  # how many of the steps previous_step+1 .. step are multiples of `every`
     return step // every - previous_step // every
 
 

@@ -140,7 +140,7 @@ def compute_gae(rewards, values, dones, terminations, final_values, next_value, 
 
 
 def validation_error(args, env):
-    """The first reason this command line cannot run on `env`, as one line, or None (script contract §3)."""
+    """The first reason this command line cannot run on `env`, as one line, or None."""
     batch_size, minibatches = args.num_envs * args.num_steps, max(args.num_minibatches, 1)  # every row is computed
     sizes = ("num_envs", "num_steps", "num_minibatches", "update_epochs")
     checks = [
@@ -256,6 +256,7 @@ if __name__ == "__main__":
             next_obs, reward, termination, truncation, infos = envs.step(action.cpu().numpy())
             rewards[step] = torch.as_tensor(reward, dtype=torch.float32, device=device)
             terminations[step] = torch.as_tensor(termination, dtype=torch.float32, device=device)
+            # dones[step]: the episode ended at this step (upstream's dones[step]: one began at it)
             dones[step] = torch.as_tensor(termination | truncation, dtype=torch.float32, device=device)
             next_obs = torch.as_tensor(next_obs, dtype=torch.float32, device=device)
 
@@ -324,7 +325,7 @@ if __name__ == "__main__":
                 optimizer.zero_grad()
                 loss.backward()
                 grad_norm = nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
-                if not torch.isfinite(loss + grad_norm):  # one sync per minibatch: stop before NaN reaches the weights
+                if not torch.isfinite(loss + grad_norm):  # a NaN loss or gradient stops the run before optimizer.step()
                     writer.close()
                     sys.exit(f"{SCRIPT}: non-finite loss at global_step {global_step}; stopping")
                 optimizer.step()

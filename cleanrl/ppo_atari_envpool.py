@@ -195,7 +195,7 @@ def env_error(env_id):  # why `env_id` is not an envpool Atari game, as one line
     return None if env_id in atari_ids else f"{env_id} is {kind}{hint}; {SCRIPT} needs an envpool Atari id, e.g. Breakout-v5"
 
 
-def validation_error(args):  # the first reason this command line cannot run, as one line, or None (script contract §3)
+def validation_error(args):  # the first reason this command line cannot run, as one line, or None
     batch_size, minibatches = args.num_envs * args.num_steps, max(args.num_minibatches, 1)  # every row is computed
     sizes = ("num_envs", "num_steps", "num_minibatches", "update_epochs")
     checks = [  # no check of minibatches of 1 step: the masked advantage normalisation below keeps them finite
@@ -318,6 +318,7 @@ if __name__ == "__main__":
             termination = termination | infos["terminated"].astype(bool)
             rewards[step] = torch.as_tensor(reward, dtype=torch.float32, device=device)
             terminations[step] = torch.as_tensor(termination, dtype=torch.float32, device=device)
+            # dones[step]: the episode ended at this step (upstream's dones[step]: one began at it)
             dones[step] = torch.as_tensor(termination | truncation, dtype=torch.float32, device=device)
             next_obs = torch.as_tensor(next_obs, device=device)
 
@@ -390,7 +391,7 @@ if __name__ == "__main__":
                 optimizer.zero_grad()
                 loss.backward()
                 grad_norm = nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
-                if not torch.isfinite(loss + grad_norm):  # one sync per minibatch: stop before NaN reaches the weights
+                if not torch.isfinite(loss + grad_norm):  # a NaN loss or gradient stops the run before optimizer.step()
                     writer.close()
                     sys.exit(f"{SCRIPT}: non-finite loss at global_step {global_step}; stopping")
                 optimizer.step()

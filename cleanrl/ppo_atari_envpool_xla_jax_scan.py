@@ -294,7 +294,7 @@ def env_error(env_id):  # why `env_id` is not an envpool Atari game, as one line
     return None if env_id in atari_ids else f"{env_id} is {kind}{hint}; {SCRIPT} needs an envpool Atari id, e.g. Breakout-v5"
 
 
-def validation_error(args):  # the first reason this command line cannot run, as one line, or None (script contract §3)
+def validation_error(args):  # the first reason this command line cannot run, as one line, or None
     batch_size, minibatches = args.num_envs * args.num_steps, max(args.num_minibatches, 1)  # every row is computed
     sizes = ("num_envs", "num_steps", "num_minibatches", "update_epochs")
     checks = [  # no check of minibatches of 1 step: the masked advantage normalisation below keeps them finite

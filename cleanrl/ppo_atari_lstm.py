@@ -187,7 +187,7 @@ def compute_gae(rewards, values, dones, terminations, final_values, next_value, 
 
 
 def validation_error(args, env):
-    """The first reason this command line cannot run on `env`, as one line, or None (script contract §3)."""
+    """The first reason this command line cannot run on `env`, as one line, or None."""
     sizes = ("num_envs", "num_steps", "num_minibatches", "update_epochs", "max_episode_steps")
     checks = [
         (not isinstance(env.unwrapped, ale_py.AtariEnv), f"{args.env_id} is not an ale-py Atari game; {SCRIPT} needs one"),
@@ -385,7 +385,7 @@ if __name__ == "__main__":
                 optimizer.zero_grad()
                 loss.backward()
                 grad_norm = nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
-                if not torch.isfinite(loss + grad_norm):  # one sync per minibatch: stop before NaN reaches the weights
+                if not torch.isfinite(loss + grad_norm):  # a NaN loss or gradient stops the run before optimizer.step()
                     writer.close()
                     sys.exit(f"{SCRIPT}: non-finite loss at global_step {global_step}; stopping")
                 optimizer.step()

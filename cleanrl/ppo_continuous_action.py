@@ -168,7 +168,7 @@ def compute_gae(rewards, values, dones, terminations, final_values, next_value, 
 
 
 def validation_error(args, env):
-    """The first reason this command line cannot run on `env`, as one line, or None (script contract §3)."""
+    """The first reason this command line cannot run on `env`, as one line, or None."""
     batch_size, minibatches = args.num_envs * args.num_steps, max(args.num_minibatches, 1)  # every row is computed
     sizes = ("num_envs", "num_steps", "num_minibatches", "update_epochs")
     checks = [
@@ -229,9 +229,11 @@ if __name__ == "__main__":
     if args.capture_video:  # a video renders its first frame now, not after the training
         with warnings.catch_warnings(action="ignore"):  # GL back-ends warn on the way to their errors: one line
             try:
-                env.reset(seed=0), env.render()
+                env.reset(seed=0)
+                env.render()
             except Exception as e:
                 exit_if(f"cannot render {args.env_id} with MUJOCO_GL={gl} (headless machines need egl): {e}")
+        env.close()  # its GL context goes now: left to the exit, it outlives EGL and prints tracebacks
     if args.upload_model:  # the Hub upload is shared plumbing, in cleanrl_utils/huggingface.py
         hub = importlib.util.find_spec("cleanrl_utils") and importlib.import_module("cleanrl_utils.huggingface")
         exit_if(hub.upload_error(args) if hub else "--upload-model needs cleanrl_utils (pip install -e . in a cleanrl clone)")
@@ -292,6 +294,7 @@ if __name__ == "__main__":
             next_obs, reward, termination, truncation, infos = envs.step(action.cpu().numpy())
             rewards[step] = torch.as_tensor(reward, dtype=torch.float32, device=device)
             terminations[step] = torch.as_tensor(termination, dtype=torch.float32, device=device)
+            # dones[step]: the episode ended at this step (upstream's dones[step]: one began at it)
             dones[step] = torch.as_tensor(termination | truncation, dtype=torch.float32, device=device)
             next_obs = torch.as_tensor(next_obs, dtype=torch.float32, device=device)
 
@@ -360,7 +363,7 @@ if __name__ == "__main__":
                 optimizer.zero_grad()
                 loss.backward()
                 grad_norm = nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
-                if not torch.isfinite(loss + grad_norm):  # one sync per minibatch: stop before NaN reaches the weights
+                if not torch.isfinite(loss + grad_norm):  # a NaN loss or gradient stops the run before optimizer.step()
                     writer.close()
                     sys.exit(f"{SCRIPT}: non-finite loss at global_step {global_step}; stopping")
                 optimizer.step()

@@ -461,6 +461,7 @@ if __name__ == "__main__":
             next_obs, reward, termination, truncation, infos = envs.step(action.cpu().numpy())
             rewards[step] = torch.as_tensor(reward, dtype=torch.float32, device=device)
             terminations[step] = torch.as_tensor(termination, dtype=torch.float32, device=device)
+            # dones[step]: the episode ended at this step (upstream's dones[step]: one began at it)
             dones[step] = torch.as_tensor(termination | truncation, dtype=torch.float32, device=device)
             next_obs = torch.as_tensor(next_obs, device=device)
             next_frames[step] = next_obs[:, -1:]
@@ -563,7 +564,7 @@ if __name__ == "__main__":
                 optimizer.zero_grad()
                 loss.backward()
                 grad_norm = nn.utils.clip_grad_norm_(combined_parameters, args.max_grad_norm)
-                if not torch.isfinite(loss + grad_norm):  # one sync per minibatch: stop before NaN reaches the weights
+                if not torch.isfinite(loss + grad_norm):  # a NaN loss or gradient stops the run before optimizer.step()
                     writer.close()
                     sys.exit(f"{SCRIPT}: non-finite loss at global_step {global_step}; stopping")
                 optimizer.step()

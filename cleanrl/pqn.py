@@ -131,7 +131,7 @@ def compute_q_lambda_returns(rewards, q_max, dones, terminations, final_q_max, n
 
 
 def validation_error(args, env):
-    """The first reason this command line cannot run on `env`, as one line, or None (script contract §3)."""
+    """The first reason this command line cannot run on `env`, as one line, or None."""
     obs_shape = getattr(env.observation_space, "shape", None) or ()
     sizes = ("num_envs", "num_steps", "num_minibatches", "update_epochs")
     checks = [
@@ -249,6 +249,7 @@ if __name__ == "__main__":
             next_obs, reward, termination, truncation, infos = envs.step(action)
             rewards[step] = torch.as_tensor(reward, dtype=torch.float32, device=device)
             terminations[step] = torch.as_tensor(termination, dtype=torch.float32, device=device)
+            # dones[step]: the episode ended at this step (upstream's dones[step]: one began at it)
             dones[step] = torch.as_tensor(termination | truncation, dtype=torch.float32, device=device)
             next_obs = torch.as_tensor(next_obs, dtype=torch.float32, device=device)
 
@@ -284,7 +285,7 @@ if __name__ == "__main__":
                 optimizer.zero_grad()
                 loss.backward()
                 grad_norm = nn.utils.clip_grad_norm_(q_network.parameters(), args.max_grad_norm)
-                if not torch.isfinite(loss + grad_norm):  # one sync per minibatch: stop before NaN reaches the weights
+                if not torch.isfinite(loss + grad_norm):  # a NaN loss or gradient stops the run before optimizer.step()
                     writer.close()
                     sys.exit(f"{SCRIPT}: non-finite loss at global_step {global_step}; stopping")
                 optimizer.step()

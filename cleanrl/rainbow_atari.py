@@ -398,12 +398,12 @@ def project_distribution(next_pmfs, returns, dones, discounts, atoms):
 
 
 def steps_crossed(previous_step, step, every):
-    """Multiples of `every` in (previous_step, step]: the updates a cadence owes after one vector step."""
+    """How many of the steps previous_step+1 .. step are multiples of `every`: the updates owed after one vector step."""
     return step // every - previous_step // every
 
 
 def validation_error(args, env):
-    """The first reason this command line cannot run on `env`, as one line, or None (script contract §3)."""
+    """The first reason this command line cannot run on `env`, as one line, or None."""
     memory = args.buffer_size * (SLOT_BYTES + 32)  # and the sum tree: at most 4 float64 per slot
     sizes = ("num_envs", "buffer_size", "batch_size", "train_frequency", "target_network_frequency", "n_step")
     checks = [

@@ -212,7 +212,7 @@ def target_entropy(n_actions, target_entropy_scale):  # the entropy α steers to
     return -target_entropy_scale * math.log(1.0 / n_actions)
 
 
-def steps_crossed(previous_step, step, every):  # multiples of `every` in (previous_step, step]: the updates a cadence owes
+def steps_crossed(previous_step, step, every):  # how many of the steps previous_step+1 .. step are multiples of `every`
     return step // every - previous_step // every
 
 
