@@ -202,7 +202,7 @@ def validation_error(args, env):  # the first reason this command line cannot ru
          f"the replay buffer needs {memory / 2**30:.1f} GiB, more than this machine's memory; lower --buffer-size"),
         (not all(0 <= getattr(args, k) <= 1 for k in ("gamma", "start_e", "end_e", "exploration_fraction")),
          "--gamma, --start-e, --end-e and --exploration-fraction must be in [0, 1]"),
-        (not 0 < args.learning_rate < 3.4e37,  # Adam's first step divides it by 0.1 in float32
+        (not 0 < args.learning_rate < 3.4e37,  # above, Adam's first step (lr / 0.1) overflows float32
          f"--learning-rate must be positive and finite in float32, got {args.learning_rate}"),
         (not 0 <= args.seed < 2**32, f"--seed must be in [0, 2**32 - 1], got {args.seed}"),
         (not re.fullmatch(r"[\w.-]{1,150}", args.exp_name) or "__" in args.exp_name,
@@ -310,7 +310,8 @@ if __name__ == "__main__":
         obs = next_obs
 
         if global_step > args.learning_starts:
-            # updates owed for the env steps past learning_starts that this vector step covered
+            # one update per `train_frequency` env steps past learning_starts that this vector step covered: with
+            # --num-envs 1 that is upstream's `global_step % args.train_frequency == 0`
             for _ in range(steps_crossed(max(previous_step, args.learning_starts), global_step, args.train_frequency)):
                 b_obs, b_actions, b_rewards, b_next_obs, b_dones = rb.sample(args.batch_size)
                 with torch.no_grad():

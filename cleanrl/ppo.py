@@ -141,7 +141,7 @@ def compute_gae(rewards, values, dones, terminations, final_values, next_value, 
 
 def validation_error(args, env):
     """The first reason this command line cannot run on `env`, as one line, or None."""
-    batch_size, minibatches = args.num_envs * args.num_steps, max(args.num_minibatches, 1)  # every row is computed
+    batch_size, minibatches = args.num_envs * args.num_steps, max(args.num_minibatches, 1)  # 1 if 0: all rows are evaluated
     sizes = ("num_envs", "num_steps", "num_minibatches", "update_epochs")
     checks = [
         (not isinstance(env.action_space, gym.spaces.Discrete), f"{args.env_id} has {env.action_space} actions; {SCRIPT} "
@@ -154,7 +154,7 @@ def validation_error(args, env):
         (args.norm_adv and batch_size // minibatches < 2,
          "minibatches of 1 step cannot normalise advantages; use fewer --num-minibatches or --no-norm-adv"),
         (not (0 <= args.gamma <= 1 and 0 <= args.gae_lambda <= 1), "--gamma and --gae-lambda must be in [0, 1]"),
-        (not 0 < args.learning_rate < 3.4e37,  # Adam's first step divides it by 0.1 in float32
+        (not 0 < args.learning_rate < 3.4e37,  # above, Adam's first step (lr / 0.1) overflows float32
          f"--learning-rate must be positive and finite in float32, got {args.learning_rate}"),
         (not 0 <= args.seed < 2**32, f"--seed must be in [0, 2**32 - 1], got {args.seed}"),
         (not re.fullmatch(r"[\w.-]{1,150}", args.exp_name) or "__" in args.exp_name,

@@ -189,7 +189,7 @@ def validation_error(args, env, world_size=1, local_world_size=1):
         (args.norm_adv and local_batch_size // minibatches < 2,
          "minibatches of 1 step cannot normalise advantages; use fewer --num-minibatches or --no-norm-adv"),
         (not (0 <= args.gamma <= 1 and 0 <= args.gae_lambda <= 1), "--gamma and --gae-lambda must be in [0, 1]"),
-        (not 0 < args.learning_rate < 3.4e37,  # Adam's first step divides it by 0.1 in float32
+        (not 0 < args.learning_rate < 3.4e37,  # above, Adam's first step (lr / 0.1) overflows float32
          f"--learning-rate must be positive and finite in float32, got {args.learning_rate}"),
         (not 0 <= args.seed <= 2**32 - world_size,
          f"--seed must be in [0, 2**32 - {world_size}] (rank r seeds with seed + r), got {args.seed}"),

@@ -169,7 +169,7 @@ def compute_gae(rewards, values, dones, terminations, final_values, next_value, 
 
 def validation_error(args, env):
     """The first reason this command line cannot run on `env`, as one line, or None."""
-    batch_size, minibatches = args.num_envs * args.num_steps, max(args.num_minibatches, 1)  # every row is computed
+    batch_size, minibatches = args.num_envs * args.num_steps, max(args.num_minibatches, 1)  # 1 if 0: all rows are evaluated
     sizes = ("num_envs", "num_steps", "num_minibatches", "update_epochs")
     checks = [
         (not isinstance(env.action_space, gym.spaces.Box) or len(env.action_space.shape) != 1,
@@ -180,7 +180,7 @@ def validation_error(args, env):
         (args.norm_adv and batch_size // minibatches < 2,
          "minibatches of 1 step cannot normalise advantages; use fewer --num-minibatches or --no-norm-adv"),
         (not (0 <= args.gamma <= 1 and 0 <= args.gae_lambda <= 1), "--gamma and --gae-lambda must be in [0, 1]"),
-        (not 0 < args.learning_rate < 3.4e37,  # Adam's first step divides it by 0.1 in float32
+        (not 0 < args.learning_rate < 3.4e37,  # above, Adam's first step (lr / 0.1) overflows float32
          f"--learning-rate must be positive and finite in float32, got {args.learning_rate}"),
         (not 0 <= args.seed < 2**32, f"--seed must be in [0, 2**32 - 1], got {args.seed}"),
         (not re.fullmatch(r"[\w.-]{1,150}", args.exp_name) or "__" in args.exp_name,
@@ -219,12 +219,12 @@ def evaluate(model_path, eval_episodes, run_name, device, capture_video=False):
 
 if __name__ == "__main__":
     args = tyro.cli(Args)
-    gl = os.environ.setdefault("MUJOCO_GL", "egl") if args.capture_video else None  # headless; read as the env is made
+    mujoco_gl = os.environ.setdefault("MUJOCO_GL", "egl") if args.capture_video else None  # headless; read as the env is made
     try:  # unknown ids, missing modules or extras all mean this env cannot be made
         env = gym.make(args.env_id, render_mode="rgb_array") if args.capture_video else gym.make(args.env_id)
     except Exception as e:
         hint = " (pip install 'shimmy[dm-control]')" if args.env_id.startswith("dm_control/") else ""
-        exit_if(f"cannot make {args.env_id!r}: {e}{hint}" + (f" (with MUJOCO_GL={gl})" if gl else ""))
+        exit_if(f"cannot make {args.env_id!r}: {e}{hint}" + (f" (with MUJOCO_GL={mujoco_gl})" if mujoco_gl else ""))
     exit_if(validation_error(args, env))
     if args.capture_video:  # a video renders its first frame now, not after the training
         with warnings.catch_warnings(action="ignore"):  # GL back-ends warn on the way to their errors: one line
@@ -232,7 +232,7 @@ if __name__ == "__main__":
                 env.reset(seed=0)
                 env.render()
             except Exception as e:
-                exit_if(f"cannot render {args.env_id} with MUJOCO_GL={gl} (headless machines need egl): {e}")
+                exit_if(f"cannot render {args.env_id} with MUJOCO_GL={mujoco_gl} (headless machines need egl): {e}")
         env.close()  # its GL context goes now: left to the exit, it outlives EGL and prints tracebacks
     if args.upload_model:  # the Hub upload is shared plumbing, in cleanrl_utils/huggingface.py
         hub = importlib.util.find_spec("cleanrl_utils") and importlib.import_module("cleanrl_utils.huggingface")

@@ -221,7 +221,7 @@ def validation_error(args):
         (args.norm_adv and batch // mbs < 2,
          "minibatches of 1 step cannot normalise advantages; use fewer --num-minibatches or --no-norm-adv"),
         (not all(0 <= getattr(args, k) <= 1 for k in ("gamma", "gae_lambda")), "--gamma and --gae-lambda must be in [0, 1]"),
-        (not 0 < args.learning_rate < 3.4e37,  # Adam's first step divides it by 0.1 in float32
+        (not 0 < args.learning_rate < 3.4e37,  # above, Adam's first step (lr / 0.1) overflows float32
          f"--learning-rate must be positive and finite in float32, got {args.learning_rate}"),
         (args.max_episode_steps is not None and not 1 <= args.max_episode_steps <= limit,
          f"--max-episode-steps must be in [1, {limit}] ({args.env_id} ends every game after {limit} steps)"),

@@ -333,7 +333,7 @@ def validation_error(args):
          "minibatches of 1 step cannot normalise advantages; use fewer --num-minibatches or --no-norm-adv"),
         (not all(0 <= getattr(args, k) <= 1 for k in ("gamma", "int_gamma", "gae_lambda", "update_proportion")),
          "--gamma, --int-gamma, --gae-lambda and --update-proportion must be in [0, 1]"),
-        (not 0 < args.learning_rate < 3.4e37,  # Adam's first step divides it by 0.1 in float32
+        (not 0 < args.learning_rate < 3.4e37,  # above, Adam's first step (lr / 0.1) overflows float32
          f"--learning-rate must be positive and finite in float32, got {args.learning_rate}"),
         (args.capture_video and not importlib.util.find_spec("moviepy"), "--capture-video needs moviepy: pip install moviepy"),
     ]  # fmt: skip

@@ -327,7 +327,7 @@ def validation_error(args, env):  # the first reason this command line cannot ru
          f"--offline-steps {args.offline_steps} needs the teacher's data: raise --teacher-steps or pass --offline-steps 0"),
         (not all(0 <= getattr(args, k) <= 1 for k in ("gamma", "start_e", "end_e", "exploration_fraction")),
          "--gamma, --start-e, --end-e and --exploration-fraction must be in [0, 1]"),
-        (not 0 < args.learning_rate < 3.4e37,  # Adam's first step divides it by 0.1 in float32
+        (not 0 < args.learning_rate < 3.4e37,  # above, Adam's first step (lr / 0.1) overflows float32
          f"--learning-rate must be positive and finite in float32, got {args.learning_rate}"),
         (not 0 < args.temperature < 3.4e38, f"--temperature must be positive and finite in float32, got {args.temperature}"),
         (not 0 <= args.seed < 2**32, f"--seed must be in [0, 2**32 - 1], got {args.seed}"),
@@ -560,7 +560,8 @@ if __name__ == "__main__":
         log_due = log_due or steps_crossed(previous_step, global_step, 100) > 0 or iteration == num_iterations - 1
 
         if global_step > online_learning_starts:
-            # updates owed for the env steps past learning_starts that this vector step covered
+            # one update per `train_frequency` env steps past learning_starts that this vector step covered: with
+            # --num-envs 1 that is upstream's `global_step % args.train_frequency == 0`
             num_owed = steps_crossed(max(previous_step, online_learning_starts), global_step, args.train_frequency)
             for _ in range(num_owed):  # once distillation is over, the teacher is not even asked
                 batch = rb.sample(args.batch_size)

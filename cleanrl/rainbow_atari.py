@@ -419,7 +419,7 @@ def validation_error(args, env):
          f"--learning-starts must be at least --n-step x --num-envs = {args.n_step * args.num_envs}"),
         (not all(0 <= getattr(args, k) <= 1 for k in ("gamma", "prioritized_replay_beta")),
          "--gamma and --prioritized-replay-beta must be in [0, 1]"),
-        (not 0 < args.learning_rate < 3.4e37,  # Adam's first step divides it by 0.1 in float32
+        (not 0 < args.learning_rate < 3.4e37,  # above, Adam's first step (lr / 0.1) overflows float32
          f"--learning-rate must be positive and finite in float32, got {args.learning_rate}"),
         (not 0 <= args.seed < 2**32, f"--seed must be in [0, 2**32 - 1], got {args.seed}"),
         (not re.fullmatch(r"[\w.-]{1,150}", args.exp_name) or "__" in args.exp_name,
@@ -531,7 +531,8 @@ if __name__ == "__main__":
         obs = next_obs
 
         if global_step > args.learning_starts:
-            # updates owed for the env steps past learning_starts that this vector step covered
+            # one update per `train_frequency` env steps past learning_starts that this vector step covered: with
+            # --num-envs 1 that is upstream's `global_step % args.train_frequency == 0`
             for _ in range(steps_crossed(max(previous_step, args.learning_starts), global_step, args.train_frequency)):
                 q_network.reset_noise()
                 target_network.reset_noise()

@@ -342,7 +342,8 @@ if __name__ == "__main__":
         obs = next_obs
 
         if global_step > args.learning_starts:
-            # updates owed for the env steps past learning_starts that this vector step covered
+            # one update per `update_frequency` env steps past learning_starts that this vector step covered: with
+            # --num-envs 1 that is upstream's `global_step % args.update_frequency == 0`
             for _ in range(steps_crossed(max(previous_step, args.learning_starts), global_step, args.update_frequency)):
                 b_obs, b_actions, b_rewards, b_next_obs, b_dones = rb.sample(args.batch_size)
                 with torch.no_grad():

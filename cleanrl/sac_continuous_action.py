@@ -1,6 +1,6 @@
 # SAC (Haarnoja et al. 2018, arXiv:1801.01290, and "Soft Actor-Critic Algorithms and Applications", arXiv:1812.05905): twin
-# Q-networks, α tuned to a target entropy −dim(A); CleanRL's defaults (actor and α updated twice every 2 env steps). Deliberate
-# changes: per-dimension bounds, in the log-prob too; exact softplus log(1 − tanh²); a time-limit cut is not terminal.
+# Q-networks, α tuned to a target entropy −dim(A); CleanRL's defaults (actor and α updated twice every 2 env steps). Changed
+# from CleanRL: the exact log(1 − tanh²) through softplus (no 1e-6 added); a time-limit cut is not terminal.
 import functools
 import glob
 import importlib.util
@@ -235,11 +235,11 @@ def evaluate(model_path, eval_episodes, run_name, device, capture_video=False): 
 
 if __name__ == "__main__":
     args = tyro.cli(Args)
-    gl = os.environ.setdefault("MUJOCO_GL", "egl") if args.capture_video else None  # headless; read as the env is made
+    mujoco_gl = os.environ.setdefault("MUJOCO_GL", "egl") if args.capture_video else None  # headless; read as the env is made
     try:  # unknown ids, missing modules or extras all mean this env cannot be made
         env = gym.make(args.env_id, render_mode="rgb_array") if args.capture_video else gym.make(args.env_id)
     except Exception as e:
-        exit_if(f"cannot make {args.env_id!r}: {e}" + (f" (with MUJOCO_GL={gl})" if gl else ""))
+        exit_if(f"cannot make {args.env_id!r}: {e}" + (f" (with MUJOCO_GL={mujoco_gl})" if mujoco_gl else ""))
     exit_if(validation_error(args, env))
     if args.capture_video:  # a video renders its first frame now, not after the training
         with warnings.catch_warnings(action="ignore"):  # GL back-ends warn on the way to their errors: one line
@@ -247,7 +247,7 @@ if __name__ == "__main__":
                 env.reset(seed=0)
                 env.render()
             except Exception as e:
-                exit_if(f"cannot render {args.env_id} with MUJOCO_GL={gl} (headless machines need egl): {e}")
+                exit_if(f"cannot render {args.env_id} with MUJOCO_GL={mujoco_gl} (headless machines need egl): {e}")
         env.close()  # its GL context goes now: left to the exit, it outlives EGL and prints tracebacks
     if args.upload_model:  # the Hub upload is shared plumbing, in cleanrl_utils/huggingface.py
         hub = importlib.util.find_spec("cleanrl_utils") and importlib.import_module("cleanrl_utils.huggingface")
@@ -320,7 +320,8 @@ if __name__ == "__main__":
                 writer.add_scalar("charts/episodic_length", episode["l"][i], global_step)
         obs = next_obs
 
-        # one gradient step per env step past learning_starts; `step` numbers them so cadences hold whatever --num-envs is
+        # one gradient step per env step past learning_starts, `step` being that env step: with --num-envs 1 it is
+        # global_step, and `step % f == 0` below is upstream's `global_step % f == 0`
         for step in range(max(previous_step, args.learning_starts) + 1, global_step + 1):
             b_obs, b_actions, b_rewards, b_next_obs, b_dones = rb.sample(args.batch_size)
             with torch.no_grad():

@@ -1,6 +1,7 @@
 # TD3 (Fujimoto et al. 2018, "Addressing Function Approximation Error in Actor-Critic Methods", arXiv:1802.09477): clipped
 # double-Q, delayed policy and target updates, target smoothing; CleanRL's defaults (exploration noise 0.1, smoothing 0.2
-# clipped at 0.5, in half ranges). Deliberate changes: per-dimension action bounds; a time-limit cut is not terminal.
+# clipped at 0.5, in half ranges). Changed from CleanRL: target actions clamped per dimension (CleanRL: by dimension 0's
+# bounds); a time-limit cut is not terminal.
 import functools
 import glob
 import importlib.util
@@ -184,7 +185,7 @@ def validation_error(args, env):  # the first reason this command line cannot ru
         (memory > os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"),
          f"the replay buffer needs {memory / 2**30:.1f} GiB, more than this machine's memory; lower --buffer-size"),
         (not all(0 <= getattr(args, k) <= 1 for k in ("gamma", "tau")), "--gamma and --tau must be in [0, 1]"),
-        (not 0 < args.learning_rate < 3.4e37,  # Adam's first step divides it by 0.1 in float32
+        (not 0 < args.learning_rate < 3.4e37,  # above, Adam's first step (lr / 0.1) overflows float32
          f"--learning-rate must be positive and finite in float32, got {args.learning_rate}"),
         (not 0 <= args.seed < 2**32, f"--seed must be in [0, 2**32 - 1], got {args.seed}"),
         (not re.fullmatch(r"[\w.-]{1,150}", args.exp_name) or "__" in args.exp_name,
@@ -218,11 +219,11 @@ def evaluate(model_path, eval_episodes, run_name, device, capture_video=False): 
 
 if __name__ == "__main__":
     args = tyro.cli(Args)
-    gl = os.environ.setdefault("MUJOCO_GL", "egl") if args.capture_video else None  # headless; read as the env is made
+    mujoco_gl = os.environ.setdefault("MUJOCO_GL", "egl") if args.capture_video else None  # headless; read as the env is made
     try:  # unknown ids, missing modules or extras all mean this env cannot be made
         env = gym.make(args.env_id, render_mode="rgb_array") if args.capture_video else gym.make(args.env_id)
     except Exception as e:
-        exit_if(f"cannot make {args.env_id!r}: {e}" + (f" (with MUJOCO_GL={gl})" if gl else ""))
+        exit_if(f"cannot make {args.env_id!r}: {e}" + (f" (with MUJOCO_GL={mujoco_gl})" if mujoco_gl else ""))
     exit_if(validation_error(args, env))
     if args.capture_video:  # a video renders its first frame now, not after the training
         with warnings.catch_warnings(action="ignore"):  # GL back-ends warn on the way to their errors: one line
@@ -230,7 +231,7 @@ if __name__ == "__main__":
                 env.reset(seed=0)
                 env.render()
             except Exception as e:
-                exit_if(f"cannot render {args.env_id} with MUJOCO_GL={gl} (headless machines need egl): {e}")
+                exit_if(f"cannot render {args.env_id} with MUJOCO_GL={mujoco_gl} (headless machines need egl): {e}")
         env.close()  # its GL context goes now: left to the exit, it outlives EGL and prints tracebacks
     if args.upload_model:  # the Hub upload is shared plumbing, in cleanrl_utils/huggingface.py
         hub = importlib.util.find_spec("cleanrl_utils") and importlib.import_module("cleanrl_utils.huggingface")
@@ -300,7 +301,8 @@ if __name__ == "__main__":
                 writer.add_scalar("charts/episodic_length", episode["l"][i], global_step)
         obs = next_obs
 
-        # one gradient step per env step past learning_starts; `step` numbers them so cadences hold whatever --num-envs is
+        # one gradient step per env step past learning_starts, `step` being that env step: with --num-envs 1 it is
+        # global_step, and `step % f == 0` below is upstream's `global_step % f == 0`
         for step in range(max(previous_step, args.learning_starts) + 1, global_step + 1):
             b_obs, b_actions, b_rewards, b_next_obs, b_dones = rb.sample(args.batch_size)
             with torch.no_grad():
