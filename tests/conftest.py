@@ -115,6 +115,53 @@ def only_run_dir(cwd):
     return runs[0]
 
 
+GRADIENT_STEP_WARNING = "{script}: warning: the run ends before its first gradient step"
+
+
+def check_warns_and_runs(result, script, reason=None, cwd=None, loss_tag=None, alone=False):
+    """A run too short for a gradient step: not a refusal but a run (exit code 0) that says so on stdout.
+    With `reason`, the exact line `<script>: warning: the run ends before its first gradient step (<reason>)` is one of
+    stdout's lines; without one, that text up to the reason stands somewhere in stdout. With `alone`, that line is
+    also the only stdout line that mentions "warning". With `cwd`, the script made a single run directory there (which
+    is returned); with `loss_tag` as well, that tag has no point in it."""
+    check_ok(result)
+    warning = GRADIENT_STEP_WARNING.format(script=script)
+    if reason is None:
+        assert warning in result.stdout, result.stdout[-3000:]
+    else:
+        warning += f" ({reason})"
+        assert warning in result.stdout.splitlines(), result.stdout[-3000:]
+    if alone:
+        assert [line for line in result.stdout.splitlines() if "warning" in line] == [warning], result.stdout[-3000:]
+    if cwd is None:
+        assert loss_tag is None, "a loss tag is read from the run directory under `cwd`"
+        return None
+    run_dir = only_run_dir(cwd)
+    if loss_tag is not None:
+        from cleanrl_utils.report import read_scalars
+
+        assert len(read_scalars(str(run_dir), loss_tag)[0]) == 0, loss_tag
+    return run_dir
+
+
+def check_video_refusals(script, cwd, fork_script):
+    """A MuJoCo script asked for --capture-video on InvertedPendulum-v5 where no frame can be rendered is refused
+    at start (`check_refused`: exit code 2, one stderr line, nothing left in `cwd`): with MUJOCO_GL=glfw and no
+    DISPLAY, the line says it "cannot render InvertedPendulum-v5 with MUJOCO_GL=glfw" and stderr says what headless
+    machines need (egl); with MUJOCO_GL=osmesa (which fails as the env is made), it "cannot make 'InvertedPendulum-v5'"
+    and stderr names MUJOCO_GL=osmesa. `fork_script` is conftest's fixture of that name."""
+    # GLFW needs a display; without one a frame cannot be rendered, which must show before training
+    env = {"MUJOCO_GL": "glfw"}
+    result = fork_script(script, "--env-id", "InvertedPendulum-v5", "--capture-video", cwd=cwd, env=env, unset=["DISPLAY"])
+    check_refused(result, script, "cannot render InvertedPendulum-v5 with MUJOCO_GL=glfw", cwd)
+    assert "headless machines need" in result.stderr and "egl" in result.stderr
+    # a GL back-end that fails as the env is made says which one was asked for
+    env["MUJOCO_GL"] = "osmesa"
+    result = fork_script(script, "--env-id", "InvertedPendulum-v5", "--capture-video", cwd=cwd, env=env, unset=["DISPLAY"])
+    check_refused(result, script, "cannot make 'InvertedPendulum-v5'", cwd)
+    assert "MUJOCO_GL=osmesa" in result.stderr
+
+
 def run_copied_alone(script, *args, tmp_path):
     """Copies cleanrl/<script> alone into an empty folder (a researcher's copy-and-edit) and runs it there with
     `args` and --capture-video, --save-model and --track (W&B offline): every output path in one run. Checks what

@@ -13,7 +13,7 @@ import torch
 
 from budgets import VALUE_BASED_TINY
 from cleanrl_utils.report import read_scalars
-from conftest import check_ok, check_refused, load_script, only_run_dir, run_copied_alone
+from conftest import check_ok, check_refused, check_warns_and_runs, load_script, only_run_dir, run_copied_alone
 from jax_parity import fill_both, nature_cnn_params
 
 SCRIPT = "c51_atari_jax.py"
@@ -162,7 +162,4 @@ def test_bad_input_exits_2_with_one_line_and_creates_nothing(flags, message, wor
 def test_a_run_without_a_gradient_step_runs_with_one_warning(workdir, fork_script):
     flags = ["--total-timesteps", 16, "--learning-starts", 16, "--buffer-size", 100]
     result = fork_script(SCRIPT, *flags, cwd=workdir, timeout=600)
-    check_ok(result)
-    warning = f"{SCRIPT}: warning: the run ends before its first gradient step (--learning-starts 16)"
-    assert [line for line in result.stdout.splitlines() if "warning" in line] == [warning]
-    assert read_scalars(str(only_run_dir(workdir)), "losses/loss")[0].size == 0
+    check_warns_and_runs(result, SCRIPT, "--learning-starts 16", cwd=workdir, loss_tag="losses/loss", alone=True)

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from cleanrl_utils.report import read_scalars
-from conftest import check_ok, check_refused, load_script, only_run_dir, run_copied_alone
+from conftest import check_ok, check_refused, check_warns_and_runs, load_script, only_run_dir, run_copied_alone
 
 SCRIPT = "c51_jax.py"
 # c51.py's tiny budget (tests/budgets.py): 500 gradient steps, one per env step past step 200
@@ -79,11 +79,7 @@ def test_a_run_without_a_gradient_step_saves_and_evaluates_with_one_warning(work
     # CleanRL's own smoke command: 205 steps, learning from step 200, a gradient step every 10 steps
     flags = ["--save-model", "--learning-starts", 200, "--total-timesteps", 205]
     result = fork_script(SCRIPT, *flags, cwd=workdir, timeout=300)
-    check_ok(result)
-    warning = f"{SCRIPT}: warning: the run ends before its first gradient step (--learning-starts 200)"
-    assert [line for line in result.stdout.splitlines() if "warning" in line] == [warning]
-    run_dir = only_run_dir(workdir)
-    assert read_scalars(str(run_dir), "losses/loss")[0].size == 0
+    run_dir = check_warns_and_runs(result, SCRIPT, "--learning-starts 200", cwd=workdir, loss_tag="losses/loss", alone=True)
     assert len(read_scalars(str(run_dir), "eval/episodic_return")[0]) == 10
 
 

@@ -8,7 +8,16 @@ import pytest
 import torch
 
 from cleanrl_utils.report import read_scalars
-from conftest import check_ok, check_refused, final_return, load_script, only_run_dir, run_copied_alone, run_script
+from conftest import (
+    check_ok,
+    check_refused,
+    check_warns_and_runs,
+    final_return,
+    load_script,
+    only_run_dir,
+    run_copied_alone,
+    run_script,
+)
 
 SCRIPT = "dqn_jax.py"
 # dqn.py's tiny budget (tests/budgets.py): 500 gradient steps, one per env step past step 200
@@ -79,10 +88,7 @@ def test_bad_input_exits_2_with_one_line_and_creates_nothing(flags, message, wor
 def test_a_run_without_a_gradient_step_runs_with_one_warning(workdir, fork_script):
     # CleanRL's own smoke command: 205 steps, learning from step 200, a gradient step every 10 steps
     result = fork_script(SCRIPT, "--learning-starts", 200, "--total-timesteps", 205, cwd=workdir, timeout=300)
-    check_ok(result)
-    warning = f"{SCRIPT}: warning: the run ends before its first gradient step (--learning-starts 200)"
-    assert [line for line in result.stdout.splitlines() if "warning" in line] == [warning]
-    assert read_scalars(str(only_run_dir(workdir)), "losses/td_loss")[0].size == 0
+    check_warns_and_runs(result, SCRIPT, "--learning-starts 200", cwd=workdir, loss_tag="losses/td_loss", alone=True)
 
 
 def test_epsilon_schedule_matches_dqn(jax_dqn, torch_dqn):

@@ -8,7 +8,16 @@ import torch
 
 from budgets import VARIANT_TINY
 from cleanrl_utils.report import read_scalars
-from conftest import PPO_TAGS, check_ok, check_refused, load_script, only_run_dir, run_copied_alone, run_script
+from conftest import (
+    PPO_TAGS,
+    check_ok,
+    check_refused,
+    check_warns_and_runs,
+    load_script,
+    only_run_dir,
+    run_copied_alone,
+    run_script,
+)
 
 rnd = load_script("ppo_rnd_envpool")
 SCRIPT = "ppo_rnd_envpool.py"
@@ -242,10 +251,9 @@ def test_upstream_smoke_command_runs_as_written(workdir, fork_script):
 
 def test_a_run_without_a_gradient_step_warns_and_runs(workdir, fork_script):
     result = fork_script(SCRIPT, *TINY, "--total-timesteps", 63, cwd=workdir, timeout=300)  # below one batch of 64 steps
-    check_ok(result)
-    warning = f"{SCRIPT}: warning: the run ends before its first gradient step (--total-timesteps below one batch)"
-    assert [line for line in result.stdout.splitlines() if "warning" in line] == [warning]
-    assert read_scalars(str(only_run_dir(workdir)), "losses/fwd_loss")[0].size == 0
+    check_warns_and_runs(
+        result, SCRIPT, "--total-timesteps below one batch", cwd=workdir, loss_tag="losses/fwd_loss", alone=True
+    )
 
 
 def test_copied_file_films_saves_evaluates_and_tracks(tmp_path):

@@ -9,7 +9,16 @@ import pytest
 import torch
 
 from cleanrl_utils.report import read_scalars
-from conftest import check_ok, check_refused, load_script, only_run_dir, run_benchmark, run_copied_alone, run_script
+from conftest import (
+    check_ok,
+    check_refused,
+    check_warns_and_runs,
+    load_script,
+    only_run_dir,
+    run_benchmark,
+    run_copied_alone,
+    run_script,
+)
 
 SCRIPT = "pqn_atari_envpool_lstm.py"
 MAX_EPISODE_STEPS = 30
@@ -110,10 +119,9 @@ def test_default_flags_log_every_tag_once_per_iteration(workdir):
 
 def test_a_run_without_a_gradient_step_warns_and_runs(workdir, fork_script):
     result = fork_script(SCRIPT, *TINY, "--total-timesteps", 95, cwd=workdir, timeout=300)  # below one batch of 96 steps
-    check_ok(result)
-    warning = f"{SCRIPT}: warning: the run ends before its first gradient step (--total-timesteps below one batch)"
-    assert [line for line in result.stdout.splitlines() if "warning" in line] == [warning]
-    assert read_scalars(str(only_run_dir(workdir)), "losses/td_loss")[0].size == 0
+    check_warns_and_runs(
+        result, SCRIPT, "--total-timesteps below one batch", cwd=workdir, loss_tag="losses/td_loss", alone=True
+    )
 
 
 def test_copied_file_films_saves_evaluates_and_tracks(tmp_path):

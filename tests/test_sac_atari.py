@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from cleanrl_utils.report import read_scalars
-from conftest import check_ok, check_refused, load_script, only_run_dir
+from conftest import check_ok, check_refused, check_warns_and_runs, load_script, only_run_dir
 
 SCRIPT = "sac_atari.py"
 # 300 random steps first: with seed 1 the first Breakout game ends at env step 291, so an episode is
@@ -219,9 +219,7 @@ def test_bad_input_exits_2_with_one_line_and_creates_nothing(flags, message, wor
 )
 def test_a_run_without_a_gradient_step_runs_and_warns(flags, workdir, fork_script):
     result = fork_script(SCRIPT, *flags, "--buffer-size", 100, cwd=workdir, timeout=600)
-    check_ok(result)
-    assert f"{SCRIPT}: warning: the run ends before its first gradient step (--learning-starts 20)" in result.stdout
-    assert len(read_scalars(str(only_run_dir(workdir)), "losses/qf_loss")[0]) == 0
+    check_warns_and_runs(result, SCRIPT, "--learning-starts 20", cwd=workdir, loss_tag="losses/qf_loss")
 
 
 def test_cleanrls_own_smoke_command_runs(workdir, fork_script):
