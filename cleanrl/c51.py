@@ -1,5 +1,5 @@
 # C51 for classic control: Bellemare et al. 2017, "A Distributional Perspective on Reinforcement Learning" (ICML); CleanRL's
-# defaults. Deliberate changes: a classic-control support and network; a time-limit cut is not terminal. Evaluation: ε = 0.05.
+# defaults. Deliberate changes: a classic-control support and network. Evaluation: ε = 0.05.
 import functools
 import glob
 import importlib.util
@@ -277,7 +277,7 @@ if __name__ == "__main__":
 
         if global_step > args.learning_starts:
             # one update per `train_frequency` env steps past learning_starts that this vector step covered: with
-            # --num-envs 1 that is upstream's `global_step % args.train_frequency == 0`
+            # --num-envs 1, upstream's rate (`global_step % args.train_frequency == 0`, its global_step counting from 0)
             for _ in range(steps_crossed(max(previous_step, args.learning_starts), global_step, args.train_frequency)):
                 b_obs, b_actions, b_rewards, b_next_obs, b_dones = rb.sample(args.batch_size)
                 with torch.no_grad():
@@ -287,6 +287,7 @@ if __name__ == "__main__":
                 # cross-entropy; the clamp keeps log() finite where the network puts (almost) no mass
                 loss = -(target_pmfs * torch.log(old_pmfs.clamp(min=1e-5, max=1 - 1e-5))).sum(-1).mean()
                 if not torch.isfinite(loss):  # one sync per gradient step: stop before NaN reaches the weights
+                    envs.close()  # now, not at exit: a renderer left to the exit prints EGL tracebacks
                     writer.close()
                     sys.exit(f"{SCRIPT}: non-finite loss at global_step {global_step}; stopping")
                 optimizer.zero_grad()

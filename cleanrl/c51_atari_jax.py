@@ -1,5 +1,5 @@
 # C51 for Atari: Bellemare et al. 2017, "A Distributional Perspective on Reinforcement Learning" (ICML); CleanRL's defaults.
-# Deliberate changes: time limits are not terminal; game scores logged; frames stored once (7 GB, not 56 GB, for 1M).
+# Changed from CleanRL: game scores logged; frames stored once (7 GB, not 56 GB, for 1M).
 # The JAX version of c51_atari.py; only the framework differs: Flax/Optax, jitted steps, Flax's init, a msgpack checkpoint.
 import functools
 import glob
@@ -338,10 +338,11 @@ if __name__ == "__main__":
 
         if global_step > args.learning_starts:
             # one update per `train_frequency` env steps past learning_starts that this vector step covered: with
-            # --num-envs 1 that is upstream's `global_step % args.train_frequency == 0`
+            # --num-envs 1, upstream's rate (`global_step % args.train_frequency == 0`, its global_step counting from 0)
             for _ in range(steps_crossed(max(previous_step, args.learning_starts), global_step, args.train_frequency)):
                 new_state, loss, q_mean = update(q_state, *rb.sample(args.batch_size))
                 if not np.isfinite(loss):  # one sync per gradient step: stop before NaN reaches the weights
+                    envs.close()  # now, not at exit: a renderer left to the exit prints EGL tracebacks
                     writer.close()
                     sys.exit(f"{SCRIPT}: non-finite loss at global_step {global_step}; stopping")
                 q_state = new_state

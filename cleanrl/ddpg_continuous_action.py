@@ -1,6 +1,6 @@
 # DDPG (Lillicrap et al. 2016, "Continuous control with deep reinforcement learning", arXiv:1509.02971); CleanRL's defaults:
 # Gaussian exploration noise 0.1 of each dimension's half range (not Ornstein-Uhlenbeck), actor and targets updated every 2 env
-# steps. Changed from CleanRL: a time-limit cut is not terminal.
+# steps. As in CleanRL, a time-limit cut is not terminal.
 import functools
 import glob
 import importlib.util
@@ -277,8 +277,8 @@ if __name__ == "__main__":
                 writer.add_scalar("charts/episodic_length", episode["l"][i], global_step)
         obs = next_obs
 
-        # one gradient step per env step past learning_starts, `step` being that env step: with --num-envs 1 it is
-        # global_step, and `step % f == 0` below is upstream's `global_step % f == 0`
+        # one gradient step per env step past learning_starts, `step` counting env steps from 1 (upstream's global_step
+        # from 0), so that `step % f == 0` below keeps upstream's rates whatever --num-envs is
         for step in range(max(previous_step, args.learning_starts) + 1, global_step + 1):
             b_obs, b_actions, b_rewards, b_next_obs, b_dones = rb.sample(args.batch_size)
             with torch.no_grad():
@@ -287,6 +287,7 @@ if __name__ == "__main__":
             qf1_a_values = qf1(b_obs, b_actions)
             qf1_loss = F.mse_loss(qf1_a_values, next_q_value)
             if not torch.isfinite(qf1_loss):  # one sync per gradient step: stop before NaN reaches the weights
+                envs.close()  # now, not at exit: a renderer left to the exit prints EGL tracebacks
                 writer.close()
                 sys.exit(f"{SCRIPT}: non-finite loss at global_step {global_step}; stopping")
             q_optimizer.zero_grad()

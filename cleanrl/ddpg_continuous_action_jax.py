@@ -1,7 +1,7 @@
 # DDPG (Lillicrap et al. 2016, "Continuous control with deep reinforcement learning", arXiv:1509.02971) in JAX (Flax + Optax),
 # ddpg_continuous_action.py's twin; CleanRL's defaults: Gaussian exploration noise 0.1 of each dimension's half range (not
-# Ornstein-Uhlenbeck), actor and targets updated every 2 env steps. Changed from CleanRL: a time-limit
-# cut is not terminal. JAX's own: Flax's initialisation, PRNG keys, a msgpack checkpoint.
+# Ornstein-Uhlenbeck), actor and targets updated every 2 env steps. As in CleanRL, a time-limit cut
+# is not terminal. JAX's own: Flax's initialisation, PRNG keys, a msgpack checkpoint.
 import functools
 import glob
 import importlib.util
@@ -312,12 +312,13 @@ if __name__ == "__main__":
                 writer.add_scalar("charts/episodic_length", episode["l"][i], global_step)
         obs = next_obs
 
-        # one gradient step per env step past learning_starts, `step` being that env step: with --num-envs 1 it is
-        # global_step, and `step % f == 0` below is upstream's `global_step % f == 0`
+        # one gradient step per env step past learning_starts, `step` counting env steps from 1 (upstream's global_step
+        # from 0), so that `step % f == 0` below keeps upstream's rates whatever --num-envs is
         for step in range(max(previous_step, args.learning_starts) + 1, global_step + 1):
             b_obs, b_actions, b_rewards, b_next_obs, b_dones = rb.sample(args.batch_size)
             new_qf1_state, metrics = update_critic(actor_state, qf1_state, b_obs, b_actions, b_rewards, b_next_obs, b_dones)
             if not np.isfinite(metrics["qf1_loss"]):  # one sync per gradient step: stop before NaN reaches the weights
+                envs.close()  # now, not at exit: a renderer left to the exit prints EGL tracebacks
                 writer.close()
                 sys.exit(f"{SCRIPT}: non-finite loss at global_step {global_step}; stopping")
             qf1_state = new_qf1_state

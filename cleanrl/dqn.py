@@ -1,5 +1,5 @@
 # DQN for classic control: Mnih et al. 2015, "Human-level control through deep reinforcement learning" (Nature); CleanRL's
-# defaults (MSE and Adam, where the paper has Huber and RMSProp). Changed from CleanRL: a time-limit cut is not terminal.
+# defaults (MSE and Adam, where the paper has Huber and RMSProp). As in CleanRL, a time-limit cut is not terminal.
 import functools
 import glob
 import importlib.util
@@ -259,7 +259,7 @@ if __name__ == "__main__":
 
         if global_step > args.learning_starts:
             # one update per `train_frequency` env steps past learning_starts that this vector step covered: with
-            # --num-envs 1 that is upstream's `global_step % args.train_frequency == 0`
+            # --num-envs 1, upstream's rate (`global_step % args.train_frequency == 0`, its global_step counting from 0)
             for _ in range(steps_crossed(max(previous_step, args.learning_starts), global_step, args.train_frequency)):
                 b_obs, b_actions, b_rewards, b_next_obs, b_dones = rb.sample(args.batch_size)
                 with torch.no_grad():
@@ -268,6 +268,7 @@ if __name__ == "__main__":
                 old_val = q_network(b_obs).gather(1, b_actions.unsqueeze(1)).squeeze(1)
                 loss = F.mse_loss(td_targets, old_val)
                 if not torch.isfinite(loss):  # one sync per gradient step: stop before NaN reaches the weights
+                    envs.close()  # now, not at exit: a renderer left to the exit prints EGL tracebacks
                     writer.close()
                     sys.exit(f"{SCRIPT}: non-finite loss at global_step {global_step}; stopping")
                 optimizer.zero_grad()

@@ -1,5 +1,5 @@
 # DQN for Atari: Mnih et al. 2015, "Human-level control through deep reinforcement learning" (Nature); CleanRL's defaults.
-# MSE and Adam (paper: Huber, RMSProp). Changed from CleanRL: time limits are not terminal; game scores; frames stored once.
+# MSE and Adam (paper: Huber, RMSProp). Changed from CleanRL: game scores logged; frames stored once.
 import functools
 import glob
 import importlib.util
@@ -293,7 +293,7 @@ if __name__ == "__main__":
 
         if global_step > args.learning_starts:
             # one update per `train_frequency` env steps past learning_starts that this vector step covered: with
-            # --num-envs 1 that is upstream's `global_step % args.train_frequency == 0`
+            # --num-envs 1, upstream's rate (`global_step % args.train_frequency == 0`, its global_step counting from 0)
             for _ in range(steps_crossed(max(previous_step, args.learning_starts), global_step, args.train_frequency)):
                 b_obs, b_actions, b_rewards, b_next_obs, b_dones = rb.sample(args.batch_size)
                 with torch.no_grad():
@@ -302,6 +302,7 @@ if __name__ == "__main__":
                 old_val = q_network(b_obs).gather(1, b_actions.unsqueeze(1)).squeeze(1)
                 loss = nn.functional.mse_loss(td_targets, old_val)
                 if not torch.isfinite(loss):  # one sync per gradient step: stop before NaN reaches the weights
+                    envs.close()  # now, not at exit: a renderer left to the exit prints EGL tracebacks
                     writer.close()
                     sys.exit(f"{SCRIPT}: non-finite loss at global_step {global_step}; stopping")
                 optimizer.zero_grad()

@@ -496,6 +496,7 @@ if __name__ == "__main__":
 
         # one sync per iteration: stop once a non-finite loss or gradient appeared (the weights never took it)
         if not all(jax.device_get(finite)):
+            envs.close()  # now, not at exit: a renderer left to the exit prints EGL tracebacks
             writer.close()
             sys.exit(f"{SCRIPT}: non-finite loss at global_step {global_step}; stopping")
 

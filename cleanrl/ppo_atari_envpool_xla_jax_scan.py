@@ -532,6 +532,7 @@ if __name__ == "__main__":
 
         # one sync per iteration: stop once a non-finite loss or gradient appeared (the weights never took it)
         if not finite:
+            envs.close()  # now, not at exit: a renderer left to the exit prints EGL tracebacks
             writer.close()
             sys.exit(f"{SCRIPT}: non-finite loss at global_step {global_step}; stopping")
         pg_loss, v_loss, entropy_loss, old_approx_kl, approx_kl, clipfrac = jax.device_get(metrics)

@@ -369,6 +369,7 @@ if __name__ == "__main__":
                 loss.backward()
                 grad_norm = nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
                 if not torch.isfinite(loss + grad_norm):  # a NaN loss or gradient stops the run before optimizer.step()
+                    envs.close()  # now, not at exit: a renderer left to the exit prints EGL tracebacks
                     writer.close()
                     sys.exit(f"{SCRIPT}: non-finite loss at global_step {global_step}; stopping")
                 optimizer.step()
@@ -410,7 +411,7 @@ if __name__ == "__main__":
               f"{np.mean(episodic_returns):.2f}")  # fmt: skip
 
     writer.close()
-    if args.track:  # the videos not sent yet: the training's last and the evaluation's
+    if args.track:  # the videos not sent yet: the evaluation's (RecordGame films whole games only)
         for path in sorted(set(glob.glob(f"videos/{run_name}*/*.mp4")) - uploaded_videos):
             wandb.log({"videos": wandb.Video(path, format="mp4")})
         wandb.finish()

@@ -286,6 +286,7 @@ if __name__ == "__main__":
                 loss.backward()
                 grad_norm = nn.utils.clip_grad_norm_(q_network.parameters(), args.max_grad_norm)
                 if not torch.isfinite(loss + grad_norm):  # a NaN loss or gradient stops the run before optimizer.step()
+                    envs.close()  # now, not at exit: a renderer left to the exit prints EGL tracebacks
                     writer.close()
                     sys.exit(f"{SCRIPT}: non-finite loss at global_step {global_step}; stopping")
                 optimizer.step()

@@ -530,7 +530,7 @@ if __name__ == "__main__":
 
         if global_step > online_learning_starts:
             # one update per `train_frequency` env steps past learning_starts that this vector step covered: with
-            # --num-envs 1 that is upstream's `global_step % args.train_frequency == 0`
+            # --num-envs 1, upstream's rate (`global_step % args.train_frequency == 0`, its global_step counting from 0)
             num_owed = steps_crossed(max(previous_step, online_learning_starts), global_step, args.train_frequency)
             for _ in range(num_owed):
                 b_obs, b_actions, b_rewards, b_next_obs, b_dones = rb.sample(args.batch_size)

@@ -532,7 +532,7 @@ if __name__ == "__main__":
 
         if global_step > args.learning_starts:
             # one update per `train_frequency` env steps past learning_starts that this vector step covered: with
-            # --num-envs 1 that is upstream's `global_step % args.train_frequency == 0`
+            # --num-envs 1, upstream's rate (`global_step % args.train_frequency == 0`, its global_step counting from 0)
             for _ in range(steps_crossed(max(previous_step, args.learning_starts), global_step, args.train_frequency)):
                 q_network.reset_noise()
                 target_network.reset_noise()
@@ -549,6 +549,7 @@ if __name__ == "__main__":
                 loss = (b_weights * sample_losses).mean()
                 losses = sample_losses.detach().cpu().numpy()  # one sync per gradient step, the priorities need it
                 if not np.isfinite(losses).all():  # stop before it reaches the weights or the sum tree
+                    envs.close()  # now, not at exit: a renderer left to the exit prints EGL tracebacks
                     writer.close()
                     sys.exit(f"{SCRIPT}: non-finite loss at global_step {global_step}; stopping")
                 rb.update_priorities(leaves, losses, args.prioritized_replay_eps)

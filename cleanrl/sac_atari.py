@@ -1,7 +1,7 @@
 # SAC-discrete for Atari: Christodoulou 2019, "Soft Actor-Critic for Discrete Action Settings" (arXiv:1910.07207), after
 # Haarnoja et al. 2018: with finitely many actions the soft value and the actor and temperature losses are exact expectations.
 # CleanRL's defaults; as CleanRL, no shared CNN encoder, and the actor and temperature losses average over batch AND actions.
-# Deliberate changes: time limits are not terminal; game scores logged; frames stored once. Evaluation acts greedily.
+# Changed from CleanRL: game scores logged; frames stored once. Evaluation acts greedily.
 import functools
 import glob
 import importlib.util
@@ -343,7 +343,7 @@ if __name__ == "__main__":
 
         if global_step > args.learning_starts:
             # one update per `update_frequency` env steps past learning_starts that this vector step covered: with
-            # --num-envs 1 that is upstream's `global_step % args.update_frequency == 0`
+            # --num-envs 1, upstream's rate (`global_step % args.update_frequency == 0`, its global_step counting from 0)
             for _ in range(steps_crossed(max(previous_step, args.learning_starts), global_step, args.update_frequency)):
                 b_obs, b_actions, b_rewards, b_next_obs, b_dones = rb.sample(args.batch_size)
                 with torch.no_grad():
@@ -367,6 +367,7 @@ if __name__ == "__main__":
                     loss_alpha = alpha_loss(log_alpha, action_probs, log_probs, entropy_target)
                     losses.append(loss_alpha)
                 if not torch.isfinite(torch.stack(losses)).all():  # one sync per gradient step, before the actor moves
+                    envs.close()  # now, not at exit: a renderer left to the exit prints EGL tracebacks
                     writer.close()
                     sys.exit(f"{SCRIPT}: non-finite loss at global_step {global_step}; stopping")
                 actor_optimizer.zero_grad()

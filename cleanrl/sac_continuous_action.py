@@ -1,6 +1,6 @@
 # SAC (Haarnoja et al. 2018, arXiv:1801.01290, and "Soft Actor-Critic Algorithms and Applications", arXiv:1812.05905): twin
 # Q-networks, α tuned to a target entropy −dim(A); CleanRL's defaults (actor and α updated twice every 2 env steps). Changed
-# from CleanRL: the exact log(1 − tanh²) through softplus (no 1e-6 added); a time-limit cut is not terminal.
+# from CleanRL: the exact log(1 − tanh²) through softplus (no 1e-6 added).
 import functools
 import glob
 import importlib.util
@@ -320,8 +320,8 @@ if __name__ == "__main__":
                 writer.add_scalar("charts/episodic_length", episode["l"][i], global_step)
         obs = next_obs
 
-        # one gradient step per env step past learning_starts, `step` being that env step: with --num-envs 1 it is
-        # global_step, and `step % f == 0` below is upstream's `global_step % f == 0`
+        # one gradient step per env step past learning_starts, `step` counting env steps from 1 (upstream's global_step
+        # from 0), so that `step % f == 0` below keeps upstream's rates whatever --num-envs is
         for step in range(max(previous_step, args.learning_starts) + 1, global_step + 1):
             b_obs, b_actions, b_rewards, b_next_obs, b_dones = rb.sample(args.batch_size)
             with torch.no_grad():
@@ -337,6 +337,7 @@ if __name__ == "__main__":
             qf2_loss = F.mse_loss(qf2_a_values, next_q_value)
             qf_loss = qf1_loss + qf2_loss
             if not torch.isfinite(qf_loss):  # one sync per gradient step: stop before NaN reaches the weights
+                envs.close()  # now, not at exit: a renderer left to the exit prints EGL tracebacks
                 writer.close()
                 sys.exit(f"{SCRIPT}: non-finite loss at global_step {global_step}; stopping")
             q_optimizer.zero_grad()

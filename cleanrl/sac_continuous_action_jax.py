@@ -1,7 +1,7 @@
 # SAC (Haarnoja et al. 2018, arXiv:1801.01290, and "Soft Actor-Critic Algorithms and Applications", arXiv:1812.05905) in JAX
 # (Flax + Optax), sac_continuous_action.py's twin: twin Q-networks, α tuned to a target entropy −dim(A); CleanRL's defaults
 # (actor and α updated twice every 2 env steps). Changed from CleanRL: the exact log(1 − tanh²) through softplus (no 1e-6
-# added); a time-limit cut is not terminal. JAX's own: Flax's initialisation, PRNG keys, both Q-networks in one
+# added). JAX's own: Flax's initialisation, PRNG keys, both Q-networks in one
 # TrainState (one Adam), the delayed updates in one compiled loop, a msgpack checkpoint.
 import functools
 import glob
@@ -369,14 +369,15 @@ if __name__ == "__main__":
                 writer.add_scalar("charts/episodic_length", episode["l"][i], global_step)
         obs = next_obs
 
-        # one gradient step per env step past learning_starts, `step` being that env step: with --num-envs 1 it is
-        # global_step, and `step % f == 0` below is upstream's `global_step % f == 0`
+        # one gradient step per env step past learning_starts, `step` counting env steps from 1 (upstream's global_step
+        # from 0), so that `step % f == 0` below keeps upstream's rates whatever --num-envs is
         for step in range(max(previous_step, args.learning_starts) + 1, global_step + 1):
             b_obs, b_actions, b_rewards, b_next_obs, b_dones = rb.sample(args.batch_size)
             new_qf_state, metrics, key = update_critic(
                 actor_state, qf_state, alpha, b_obs, b_actions, b_rewards, b_next_obs, b_dones, key
             )
             if not np.isfinite(metrics["qf_loss"]):  # one sync per gradient step: stop before NaN reaches the weights
+                envs.close()  # now, not at exit: a renderer left to the exit prints EGL tracebacks
                 writer.close()
                 sys.exit(f"{SCRIPT}: non-finite loss at global_step {global_step}; stopping")
             qf_state = new_qf_state

@@ -1,7 +1,7 @@
 # TD3 (Fujimoto et al. 2018, "Addressing Function Approximation Error in Actor-Critic Methods", arXiv:1802.09477) in JAX (Flax
 # + Optax), td3_continuous_action.py's twin: clipped double-Q, delayed policy and target updates, target smoothing; CleanRL's
 # defaults (exploration noise 0.1, smoothing 0.2 clipped at 0.5, in half ranges). Changed from CleanRL: target actions
-# clamped per dimension (CleanRL: by dimension 0's bounds); a time-limit cut is not terminal. JAX's own: Flax's
+# clamped per dimension (CleanRL: by dimension 0's bounds). JAX's own: Flax's
 # initialisation, PRNG keys, both Q-networks in one TrainState (one Adam, as the torch script's one optimiser), msgpack.
 import functools
 import glob
@@ -333,14 +333,15 @@ if __name__ == "__main__":
                 writer.add_scalar("charts/episodic_length", episode["l"][i], global_step)
         obs = next_obs
 
-        # one gradient step per env step past learning_starts, `step` being that env step: with --num-envs 1 it is
-        # global_step, and `step % f == 0` below is upstream's `global_step % f == 0`
+        # one gradient step per env step past learning_starts, `step` counting env steps from 1 (upstream's global_step
+        # from 0), so that `step % f == 0` below keeps upstream's rates whatever --num-envs is
         for step in range(max(previous_step, args.learning_starts) + 1, global_step + 1):
             b_obs, b_actions, b_rewards, b_next_obs, b_dones = rb.sample(args.batch_size)
             new_qf_state, metrics, key = update_critic(
                 actor_state, qf_state, b_obs, b_actions, b_rewards, b_next_obs, b_dones, key
             )
             if not np.isfinite(metrics["qf_loss"]):  # one sync per gradient step: stop before NaN reaches the weights
+                envs.close()  # now, not at exit: a renderer left to the exit prints EGL tracebacks
                 writer.close()
                 sys.exit(f"{SCRIPT}: non-finite loss at global_step {global_step}; stopping")
             qf_state = new_qf_state

@@ -150,6 +150,17 @@ def test_non_finite_loss_stops_the_run_with_its_step(script, workdir):
     assert only_run_dir(workdir).exists()  # what was logged so far is kept
 
 
+def test_non_finite_stop_while_filming_says_one_line(workdir):
+    # --learning-rate 1e8 blows the critic up within a few gradient steps; the MuJoCo renderer must be closed before
+    # the exit (where EGL is already gone and its context's __del__ prints tracebacks), and the videos so far kept
+    flags = ["--env-id", "InvertedPendulum-v5", "--learning-rate", 1e8, "--learning-starts", 100, "--total-timesteps", 1500]
+    result = run_script("ddpg_continuous_action.py", *flags, "--capture-video", cwd=workdir)
+    assert result.returncode == 1, result.stderr
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("ddpg_continuous_action.py: non-finite loss at global_step ") and line.endswith("; stopping")
+    assert list((workdir / "videos" / only_run_dir(workdir).name).glob("*.mp4"))
+
+
 @pytest.mark.parametrize("script", OFF_POLICY)
 def test_unbounded_actions_are_refused_and_bounds_come_from_the_space_the_actions_go_to(script, workdir):
     (workdir / "test_envs.py").write_text(TEST_ENVS)
