@@ -89,6 +89,9 @@ class Args:
 
 
 def make_env(env_id, num_envs, capture_video, run_name, gamma):
+    if env_id.startswith("dm_control/"):  # the DeepMind Control Suite's ids, which Shimmy registers (the dm_control extra)
+        gym.register_envs(importlib.import_module("shimmy"))
+
     def thunk(idx):
         if capture_video and idx == 0:
             env = gym.make(env_id, render_mode="rgb_array")
@@ -230,11 +233,14 @@ def evaluate(model_path, eval_episodes, run_name, device, capture_video=False):
 
 if __name__ == "__main__":
     args = tyro.cli(Args)
-    mujoco_gl = os.environ.setdefault("MUJOCO_GL", "egl") if args.capture_video else None  # headless; read as the env is made
+    dm_control = args.env_id.startswith("dm_control/")  # the DeepMind Control Suite, through Shimmy
+    mujoco_gl = os.environ.setdefault("MUJOCO_GL", "egl") if args.capture_video or dm_control else None  # headless
     try:  # unknown ids, missing modules or extras all mean this env cannot be made
+        if dm_control:
+            gym.register_envs(importlib.import_module("shimmy"))
         env = gym.make(args.env_id, render_mode="rgb_array") if args.capture_video else gym.make(args.env_id)
     except Exception as e:
-        hint = " (pip install 'shimmy[dm-control]')" if args.env_id.startswith("dm_control/") else ""
+        hint = " (pip install -e '.[dm_control]')" if dm_control else ""
         exit_if(f"cannot make {args.env_id!r}: {e}{hint}" + (f" (with MUJOCO_GL={mujoco_gl})" if mujoco_gl else ""))
     exit_if(validation_error(args, env))
     if args.capture_video:  # a video renders its first frame now, not after the training

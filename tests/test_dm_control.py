@@ -1,0 +1,42 @@
+"""The DeepMind Control Suite through Shimmy (issue 20, first step: the PPO-family continuous scripts): upstream
+CleanRL's own dm_control commands run as written, the suite's Dict observations of float64 arrays reach the agent as
+one flat vector, and its 1000-step episodes end by truncation (the time limit), which the scripts bootstrap."""
+
+import numpy as np
+import pytest
+
+from cleanrl_utils.report import read_scalars
+from conftest import check_ok, load_script, only_run_dir, run_script
+
+pytest.importorskip("shimmy", reason="the dm_control extra is not installed")
+
+PPO_FAMILY = ["ppo_continuous_action.py", "rpo_continuous_action.py"]
+UPSTREAM = ["--env-id", "dm_control/cartpole-balance-v0", "--num-envs", 1, "--num-steps", 64, "--total-timesteps", 128]
+
+
+@pytest.mark.parametrize("script", PPO_FAMILY)
+def test_upstream_dm_control_command_runs_as_written(script, workdir):
+    result = run_script(script, *UPSTREAM, cwd=workdir)
+    check_ok(result)
+    assert "GLFW" not in result.stderr  # headless: MUJOCO_GL defaults to egl for dm_control ids
+    steps, values = read_scalars(str(only_run_dir(workdir)), "losses/value_loss")
+    assert list(steps) == [64, 128] and np.isfinite(values).all()
+
+
+@pytest.mark.parametrize("script", PPO_FAMILY)
+def test_dict_observations_are_flattened_and_the_time_limit_truncates(script, monkeypatch):
+    monkeypatch.setenv("MUJOCO_GL", "egl")
+    module = load_script(script[: -len(".py")])
+    envs = module.make_env("dm_control/cartpole-balance-v0", 1, False, "test", 0.99)
+    assert envs.single_observation_space.shape == (5,)  # position (3) and velocity (2), one vector
+    obs, _ = envs.reset(seed=0)
+    ended_at = None
+    for step in range(1, 1001):
+        obs, _, terminations, truncations, infos = envs.step(envs.action_space.sample())
+        assert obs.shape == (1, 5) and np.isfinite(obs).all()
+        if terminations[0] or truncations[0]:
+            ended_at = step
+            break
+    assert ended_at == 1000 and truncations[0] and not terminations[0]
+    assert infos["final_info"]["episode"]["l"][0] == 1000 and infos["final_obs"][0].shape == (5,)
+    envs.close()
