@@ -197,18 +197,21 @@ def main(args: Args) -> list[float]:
     if error is not None:
         print(f"enjoy: {error}", file=sys.stderr)
         sys.exit(2)
-    if args.capture_video:
+    saved = read_checkpoint(args.model_path)["args"]
+    env_id = saved["env_id"]
+    dm_control = env_id.startswith("dm_control/")  # the DeepMind Control Suite, through Shimmy
+    if args.capture_video or dm_control:
         os.environ.setdefault("MUJOCO_GL", "egl")  # headless MuJoCo rendering
         os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
 
     script = load_script(args.exp_name)  # imports what registers the script's envs (ale-py for Atari)
-    saved = read_checkpoint(args.model_path)["args"]
-    env_id = saved["env_id"]
     error = None
     try:
         if hasattr(script, "env_error"):  # envs outside Gymnasium's registry (envpool, PettingZoo): the script checks
             error = script.env_error(env_id)
         else:
+            if dm_control:  # registered by the script's make_env, so here too before the check
+                script.gym.register_envs(importlib.import_module("shimmy"))
             script.gym.spec(env_id)
     except Exception as e:  # an env this machine does not have (a missing extra or a custom registration)
         error = (str(e).splitlines() or [""])[0] or type(e).__name__

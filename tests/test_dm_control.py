@@ -1,9 +1,11 @@
 """The DeepMind Control Suite through Shimmy (issue 20, first step: the PPO-family continuous scripts): upstream
 CleanRL's own dm_control commands run as written, the suite's Dict observations of float64 arrays reach the agent as
-one flat vector, and its 1000-step episodes end by truncation (the time limit), which the scripts bootstrap."""
+one flat vector, its 1000-step episodes end by truncation (the time limit), which the scripts bootstrap, and
+cleanrl_utils.enjoy evaluates a saved dm_control model."""
 
 import numpy as np
 import pytest
+from test_enjoy import enjoy
 
 from cleanrl_utils.report import read_scalars
 from conftest import check_ok, load_script, only_run_dir, run_script
@@ -40,3 +42,11 @@ def test_dict_observations_are_flattened_and_the_time_limit_truncates(script, mo
     assert ended_at == 1000 and truncations[0] and not terminations[0]
     assert infos["final_info"]["episode"]["l"][0] == 1000 and infos["final_obs"][0].shape == (5,)
     envs.close()
+
+
+def test_enjoy_evaluates_a_saved_dm_control_model(workdir):
+    check_ok(run_script("ppo_continuous_action.py", *UPSTREAM, "--save-model", cwd=workdir))
+    model = only_run_dir(workdir) / "ppo_continuous_action.cleanrl_model"
+    result = enjoy("--model-path", model, "--eval-episodes", 1, cwd=workdir)  # enjoy registers the suite too
+    check_ok(result)
+    assert "ppo_continuous_action on dm_control/cartpole-balance-v0" in result.stdout and "GLFW" not in result.stderr
