@@ -8,19 +8,17 @@ PPO_TINY = {
 }
 # MuJoCo renders slowly on the CPU: film short InvertedPendulum episodes rather than HalfCheetah's 1000 steps
 MUJOCO_VIDEO = ["--env-id", "InvertedPendulum-v5"]
-VIDEO_ENV = {
-    s: MUJOCO_VIDEO
-    for s in [
-        "ppo_continuous_action.py",
-        "rpo_continuous_action.py",
-        "sac_continuous_action.py",
-        "td3_continuous_action.py",
-        "ddpg_continuous_action.py",
-        "sac_continuous_action_jax.py",
-        "td3_continuous_action_jax.py",
-        "ddpg_continuous_action_jax.py",
-    ]
-}
+CONTINUOUS_SCRIPTS = [  # every script with Box actions
+    "ppo_continuous_action.py",
+    "rpo_continuous_action.py",
+    "sac_continuous_action.py",
+    "td3_continuous_action.py",
+    "ddpg_continuous_action.py",
+    "sac_continuous_action_jax.py",
+    "td3_continuous_action_jax.py",
+    "ddpg_continuous_action_jax.py",
+]
+VIDEO_ENV = dict.fromkeys(CONTINUOUS_SCRIPTS, MUJOCO_VIDEO)
 ATARI_BUFFER = ["--buffer-size", 1000, "--batch-size", 8]
 CLASSIC_BUFFER = ["--buffer-size", 500, "--batch-size", 32]
 # value-based: a few hundred env steps with learning from the start

@@ -6,7 +6,7 @@ the declared space (the env raises otherwise), and each dimension's actions reac
 import numpy as np
 import pytest
 
-from budgets import JAX_TINY, TINY
+from budgets import CONTINUOUS_SCRIPTS, JAX_TINY, TINY
 from conftest import check_ok, run_script, script_env
 
 LOW, HIGH = np.array([0.0, -1.5]), np.array([0.5, 0.5])
@@ -45,19 +45,9 @@ def wrapped_two_joints(**kwargs):
 
 gym.register("WrappedTwoJoints-v0", entry_point=wrapped_two_joints, max_episode_steps=50)
 """
-SCRIPTS = [
-    "ppo_continuous_action.py",
-    "rpo_continuous_action.py",
-    "sac_continuous_action.py",
-    "td3_continuous_action.py",
-    "ddpg_continuous_action.py",
-    "sac_continuous_action_jax.py",
-    "td3_continuous_action_jax.py",
-    "ddpg_continuous_action_jax.py",
-]
 
 
-@pytest.mark.parametrize("script", SCRIPTS)
+@pytest.mark.parametrize("script", CONTINUOUS_SCRIPTS)
 def test_actions_stay_in_the_registered_space_and_reach_both_ends(script, workdir):
     (workdir / "test_envs.py").write_text(TEST_ENVS)
     log = workdir / "actions.txt"
