@@ -110,7 +110,8 @@ CASES += [(s, ["--upload-model", "--no-save-model"], UPLOAD_WITHOUT_SAVE) for s 
 CASES += [(s, [flag, env_id], message) for s, cases in WRONG_SPACE.items() for flag, env_id, message in cases]
 CASES += [(s, ["--env-id", env_id], "doesn't exist") for s, env_id in UNKNOWN_ENV.items()]
 if importlib.util.find_spec("shimmy") is None:  # CleanRL's own smoke test runs a dm_control id: say what to install
-    CASES += [(s, ["--env-id", "dm_control/cartpole-balance-v0"], "(pip install -e '.[dm_control]')") for s in CONTINUOUS]
+    NO_SHIMMY = "(the dm_control extra: pip install 'shimmy[dm-control]')"
+    CASES += [(s, ["--env-id", "dm_control/cartpole-balance-v0"], NO_SHIMMY) for s in CONTINUOUS]
 
 
 @pytest.mark.parametrize("script,flags,message", CASES, ids=[f"{s}:{' '.join(map(str, f))}" for s, f, _ in CASES])
