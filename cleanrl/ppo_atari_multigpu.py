@@ -409,6 +409,7 @@ if __name__ == "__main__":
                 clipfracs.append(clipfrac)
                 grad_norm = nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
                 if not torch.isfinite(loss + grad_norm):  # a NaN loss or gradient stops the run before optimizer.step()
+                    envs.close()  # now, not at exit: RecordVideo writes the episode it is filming
                     if rank == 0:  # the ranks' mean loss: every rank stops here
                         writer.close()
                     sys.exit(f"{SCRIPT}: non-finite loss at global_step {global_step}; stopping" if rank == 0 else 1)
