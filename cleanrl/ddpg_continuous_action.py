@@ -1,6 +1,5 @@
-# DDPG (Lillicrap et al. 2016, "Continuous control with deep reinforcement learning", arXiv:1509.02971); CleanRL's defaults:
-# Gaussian exploration noise 0.1 of each dimension's half range (not Ornstein-Uhlenbeck), actor and targets updated every 2 env
-# steps. As in CleanRL, a time-limit cut is not terminal.
+# DDPG (Lillicrap et al. 2016, arXiv:1509.02971) with CleanRL's defaults: Gaussian exploration noise 0.1 of each dimension's
+# half range (not Ornstein-Uhlenbeck), actor and targets updated every 2 env steps; a time-limit cut is not terminal.
 import functools
 import glob
 import importlib.util
@@ -80,6 +79,7 @@ def make_env(env_id, num_envs, capture_video, run_name):
             env = gym.wrappers.RecordVideo(env, f"videos/{run_name}")
         else:
             env = gym.make(env_id)
+        env = gym.wrappers.FlattenObservation(env)  # dm_control's Dict observations as one vector; a 1-D Box stays as is
         return gym.wrappers.RecordEpisodeStatistics(env)
 
     envs = [functools.partial(thunk, i) for i in range(num_envs)]  # SAME_STEP: true last obs in info["final_obs"]
@@ -88,10 +88,6 @@ def make_env(env_id, num_envs, capture_video, run_name):
 
 def action_bounds(env):  # per dimension, from the space of the env the actions go to (not env.unwrapped's)
     return env.action_space.low.astype(np.float32), env.action_space.high.astype(np.float32)
-
-
-def exploration_actions(actions, noise, exploration_noise, action_scale, action_low, action_high):
-    return torch.clamp(actions + noise * exploration_noise * action_scale, action_low, action_high)
 
 
 def q_target(rewards, dones, gamma, qf1_next_target):  # `dones` is termination only, so truncations bootstrap
@@ -129,8 +125,7 @@ class Actor(nn.Module):
 class ReplayBuffer:  # the last `buffer_size` transitions; `done` is termination only, so truncations bootstrap
     def __init__(self, buffer_size, obs_shape, action_dim, device):
         self.buffer_size, self.device, self.pos, self.size = buffer_size, device, 0, 0
-        self.obs = np.zeros((buffer_size,) + obs_shape, dtype=np.float32)
-        self.next_obs = np.zeros((buffer_size,) + obs_shape, dtype=np.float32)
+        self.obs, self.next_obs = np.zeros((2, buffer_size) + obs_shape, dtype=np.float32)  # two views of one array
         self.actions = np.zeros((buffer_size, action_dim), dtype=np.float32)
         self.rewards, self.dones = np.zeros(buffer_size, dtype=np.float32), np.zeros(buffer_size, dtype=np.float32)
 
@@ -199,11 +194,16 @@ def evaluate(model_path, eval_episodes, run_name, device, capture_video=False): 
 
 if __name__ == "__main__":
     args = tyro.cli(Args)
-    mujoco_gl = os.environ.setdefault("MUJOCO_GL", "egl") if args.capture_video else None  # headless; read as the env is made
+    dm_control = args.env_id.startswith("dm_control/")  # the DeepMind Control Suite, through Shimmy
+    mujoco_gl = os.environ.setdefault("MUJOCO_GL", "egl") if args.capture_video or dm_control else None  # headless
     try:  # unknown ids, missing modules or extras all mean this env cannot be made
+        if dm_control:  # Shimmy registers the dm_control/* ids as it is imported
+            gym.register_envs(importlib.import_module("shimmy"))
         env = gym.make(args.env_id, render_mode="rgb_array") if args.capture_video else gym.make(args.env_id)
+        env = gym.wrappers.FlattenObservation(env) if isinstance(env.observation_space, gym.spaces.Dict) else env
     except Exception as e:
-        exit_if(f"cannot make {args.env_id!r}: {e}" + (f" (with MUJOCO_GL={mujoco_gl})" if mujoco_gl else ""))
+        hint = " (the dm_control extra: pip install 'shimmy[dm-control]')" if dm_control else ""
+        exit_if(f"cannot make {args.env_id!r}: {e}{hint}" + (f" (with MUJOCO_GL={mujoco_gl})" if mujoco_gl else ""))
     exit_if(validation_error(args, env))
     if args.capture_video:  # a video renders its first frame now, not after the training
         with warnings.catch_warnings(action="ignore"):  # GL back-ends warn on the way to their errors: one line
@@ -261,8 +261,8 @@ if __name__ == "__main__":
         else:
             with torch.no_grad():
                 actions = actor(torch.as_tensor(obs, dtype=torch.float32, device=device))
-                noise = torch.randn_like(actions)  # one draw per env and per dimension
-                actions = exploration_actions(actions, noise, args.exploration_noise, actor.action_scale, low, high)
+                actions += torch.randn_like(actions) * args.exploration_noise * actor.action_scale  # per-dimension scale
+                actions = torch.clamp(actions, low, high)
             actions = actions.cpu().numpy()
 
         next_obs, rewards, terminations, truncations, infos = envs.step(actions)

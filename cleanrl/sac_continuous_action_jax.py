@@ -88,6 +88,7 @@ def make_env(env_id, num_envs, capture_video, run_name):
             env = gym.wrappers.RecordVideo(env, f"videos/{run_name}")
         else:
             env = gym.make(env_id)
+        env = gym.wrappers.FlattenObservation(env)  # dm_control's Dict observations as one vector; a 1-D Box stays as is
         return gym.wrappers.RecordEpisodeStatistics(env)
 
     envs = [functools.partial(thunk, i) for i in range(num_envs)]  # SAME_STEP: true last obs in info["final_obs"]
@@ -235,11 +236,16 @@ def evaluate(model_path, eval_episodes, run_name, capture_video=False):  # the s
 
 if __name__ == "__main__":
     args = tyro.cli(Args)
-    mujoco_gl = os.environ.setdefault("MUJOCO_GL", "egl") if args.capture_video else None  # headless; read as the env is made
+    dm_control = args.env_id.startswith("dm_control/")  # the DeepMind Control Suite, through Shimmy
+    mujoco_gl = os.environ.setdefault("MUJOCO_GL", "egl") if args.capture_video or dm_control else None  # headless
     try:  # unknown ids, missing modules or extras all mean this env cannot be made
+        if dm_control:  # Shimmy registers the dm_control/* ids as it is imported
+            gym.register_envs(importlib.import_module("shimmy"))
         env = gym.make(args.env_id, render_mode="rgb_array") if args.capture_video else gym.make(args.env_id)
+        env = gym.wrappers.FlattenObservation(env) if isinstance(env.observation_space, gym.spaces.Dict) else env
     except Exception as e:
-        exit_if(f"cannot make {args.env_id!r}: {e}" + (f" (with MUJOCO_GL={mujoco_gl})" if mujoco_gl else ""))
+        hint = " (the dm_control extra: pip install 'shimmy[dm-control]')" if dm_control else ""
+        exit_if(f"cannot make {args.env_id!r}: {e}{hint}" + (f" (with MUJOCO_GL={mujoco_gl})" if mujoco_gl else ""))
     exit_if(validation_error(args, env))
     if args.capture_video:  # a video renders its first frame now, not after the training
         with warnings.catch_warnings(action="ignore"):  # GL back-ends warn on the way to their errors: one line

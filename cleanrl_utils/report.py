@@ -231,14 +231,15 @@ def _number(text: str, flag: str, path: str, line: int, column: str) -> float:
 
 
 def read_normalization(path: str) -> dict[str, tuple[float, float]]:
-    """Reads an `env_id,min,max` CSV: {env_id: (min, max)}.
+    """Reads an `env_id,min,max` CSV: {env_id: (min, max)}. A "/" in an env_id is read as "-", the way
+    run directory names write it (`dm_control/cartpole-balance-v0` matches `dm_control-cartpole-balance-v0`).
 
     Raises ReportError on an unreadable file, a missing column, no row, an empty env_id, a value
     that is not a finite number, a repeated env_id, or min >= max.
     """
     table = {}
     for line, row in _read_csv(path, "--normalization", ["env_id", "min", "max"]):
-        env_id = row["env_id"]
+        env_id = row["env_id"].replace("/", "-")
         if not env_id:
             raise ReportError(f"--normalization {path!r} line {line}: empty env_id")
         if env_id in table:
@@ -253,7 +254,8 @@ def read_normalization(path: str) -> dict[str, tuple[float, float]]:
 
 def read_reference(path: str) -> dict[tuple[str, Optional[str]], tuple[float, Optional[float], Optional[float]]]:
     """Reads an `env_id,return` CSV with optional `exp_name`, `std` and `steps` (the budget the reference
-    return was measured at) columns: {(env_id, exp_name or None): (return, std or None, steps or None)}.
+    return was measured at) columns: {(env_id, exp_name or None): (return, std or None, steps or None)}, with
+    "/" in an env_id read as "-" as in `read_normalization`.
 
     Raises ReportError on an unreadable file, a missing column, no row, an empty env_id, a return
     (or a given std or steps) that is not a finite number, a negative std, non-positive steps, or a
@@ -261,7 +263,7 @@ def read_reference(path: str) -> dict[tuple[str, Optional[str]], tuple[float, Op
     """
     table = {}
     for line, row in _read_csv(path, "--reference", ["env_id", "return"]):
-        env_id, exp_name = row["env_id"], row.get("exp_name") or None
+        env_id, exp_name = row["env_id"].replace("/", "-"), row.get("exp_name") or None
         if not env_id:
             raise ReportError(f"--reference {path!r} line {line}: empty env_id")
         if (env_id, exp_name) in table:

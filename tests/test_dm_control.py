@@ -1,18 +1,21 @@
-"""The DeepMind Control Suite through Shimmy (issue 20, first step: the PPO-family continuous scripts): upstream
-CleanRL's own dm_control commands run as written, the suite's Dict observations of float64 arrays reach the agent as
-one flat vector, its 1000-step episodes end by truncation (the time limit), which the scripts bootstrap, and
-cleanrl_utils.enjoy evaluates a saved dm_control model."""
+"""The DeepMind Control Suite through Shimmy in every continuous-action script: upstream CleanRL's own dm_control
+commands run as written, the suite's Dict observations of float64 arrays reach the agent as one flat vector, its
+1000-step episodes end by truncation (the time limit), which the scripts bootstrap, the off-policy scripts train
+through a whole episode, and cleanrl_utils.enjoy evaluates a saved dm_control model."""
 
+import gymnasium as gym
 import numpy as np
 import pytest
+from budgets import CONTINUOUS_SCRIPTS
 from test_enjoy import enjoy
 
 from cleanrl_utils.report import read_scalars
 from conftest import check_ok, load_script, only_run_dir, run_script
 
-pytest.importorskip("shimmy", reason="the dm_control extra is not installed")
+shimmy = pytest.importorskip("shimmy", reason="the dm_control extra is not installed")
 
 PPO_FAMILY = ["ppo_continuous_action.py", "rpo_continuous_action.py"]
+OFF_POLICY = [script for script in CONTINUOUS_SCRIPTS if script not in PPO_FAMILY]
 UPSTREAM = ["--env-id", "dm_control/cartpole-balance-v0", "--num-envs", 1, "--num-steps", 64, "--total-timesteps", 128]
 
 
@@ -25,11 +28,25 @@ def test_upstream_dm_control_command_runs_as_written(script, workdir):
     assert list(steps) == [64, 128] and np.isfinite(values).all()
 
 
-@pytest.mark.parametrize("script", PPO_FAMILY)
+@pytest.mark.parametrize("script", OFF_POLICY)
+def test_off_policy_scripts_train_through_a_whole_dm_control_episode(script, workdir):
+    command = ["--env-id", "dm_control/cartpole-balance-v0", "--total-timesteps", 1100, "--learning-starts", 1000]
+    result = run_script(script, *command, "--buffer-size", 2000, "--batch-size", 32, cwd=workdir)
+    check_ok(result)
+    assert "GLFW" not in result.stderr
+    run = str(only_run_dir(workdir))
+    assert list(read_scalars(run, "charts/episodic_length")[1]) == [1000]  # the time limit, not a termination
+    steps, losses = read_scalars(run, "losses/qf1_loss")
+    assert len(steps) > 0 and np.isfinite(losses).all()
+
+
+@pytest.mark.parametrize("script", CONTINUOUS_SCRIPTS)
 def test_dict_observations_are_flattened_and_the_time_limit_truncates(script, monkeypatch):
     monkeypatch.setenv("MUJOCO_GL", "egl")
+    gym.register_envs(shimmy)  # the off-policy scripts register the suite in their main block, before their env check
     module = load_script(script[: -len(".py")])
-    envs = module.make_env("dm_control/cartpole-balance-v0", 1, False, "test", 0.99)
+    gamma = (0.99,) if script in PPO_FAMILY else ()  # the PPO family normalises rewards with it
+    envs = module.make_env("dm_control/cartpole-balance-v0", 1, False, "test", *gamma)
     assert envs.single_observation_space.shape == (5,)  # position (3) and velocity (2), one vector
     obs, _ = envs.reset(seed=0)
     ended_at = None
