@@ -6,9 +6,9 @@ through a whole episode, and cleanrl_utils.enjoy evaluates a saved dm_control mo
 import gymnasium as gym
 import numpy as np
 import pytest
-from budgets import CONTINUOUS_SCRIPTS
 from test_enjoy import enjoy
 
+from budgets import CONTINUOUS_SCRIPTS
 from cleanrl_utils.report import read_scalars
 from conftest import check_ok, load_script, only_run_dir, run_script
 
