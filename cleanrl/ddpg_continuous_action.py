@@ -74,11 +74,9 @@ class Args:
 
 def make_env(env_id, num_envs, capture_video, run_name):
     def thunk(idx):
-        if capture_video and idx == 0:
-            env = gym.make(env_id, render_mode="rgb_array")
-            env = gym.wrappers.RecordVideo(env, f"videos/{run_name}")
-        else:
-            env = gym.make(env_id)
+        video = capture_video and idx == 0  # the first env films
+        env = gym.make(env_id, render_mode="rgb_array" if video else None)
+        env = gym.wrappers.RecordVideo(env, f"videos/{run_name}") if video else env
         env = gym.wrappers.FlattenObservation(env)  # dm_control's Dict observations as one vector; a 1-D Box stays as is
         return gym.wrappers.RecordEpisodeStatistics(env)
 
@@ -182,12 +180,14 @@ def evaluate(model_path, eval_episodes, run_name, device, capture_video=False): 
     actor = Actor(envs.single_observation_space.shape[0], *action_bounds(envs.envs[0])).to(device)
     actor.load_state_dict(checkpoint["model"])
     obs, _ = envs.reset(seed=checkpoint["args"]["seed"] + 100_000)
-    episodic_returns = []
-    while len(episodic_returns) < eval_episodes:
+    episodic_returns, steps = [], 0  # steps: of the episode under way
+    while len(episodic_returns) < eval_episodes and steps < 100_000:  # without a time limit, one may never end
+        steps += 1
         with torch.no_grad():
             obs, _, _, _, infos = envs.step(actor(torch.as_tensor(obs, dtype=torch.float32, device=device)).cpu().numpy())
         if "final_info" in infos and "episode" in infos["final_info"]:
             episodic_returns.append(float(infos["final_info"]["episode"]["r"][0]))
+            steps = 0
     envs.close()
     return episodic_returns
 
@@ -329,7 +329,11 @@ if __name__ == "__main__":
         episodic_returns = evaluate(model_path, 10, run_name, device, capture_video=args.capture_video)
         for idx, episodic_return in enumerate(episodic_returns):
             writer.add_scalar("eval/episodic_return", episodic_return, idx)
-        print(f"eval/episodic_return over {len(episodic_returns)} episodes: {np.mean(episodic_returns):.2f}")
+        if len(episodic_returns) < 10:  # evaluate() stops at an episode that has run 100,000 steps
+            print(f"{SCRIPT}: warning: evaluation episode {len(episodic_returns) + 1} did not end in 100,000 steps "
+                  f"(has {args.env_id} a time limit?); {len(episodic_returns)} of 10 evaluated")  # fmt: skip
+        if episodic_returns:
+            print(f"eval/episodic_return over {len(episodic_returns)} episodes: {np.mean(episodic_returns):.2f}")
 
     writer.close()
     if args.track:  # the videos not sent yet: the training's last and the evaluation's

@@ -182,12 +182,14 @@ def evaluate(model_path, eval_episodes, run_name, epsilon=0.05, capture_video=Fa
     q_network, params = QNetwork(envs.single_action_space.n), checkpoint["model"]
     greedy_actions = jax.jit(lambda params, obs: jnp.argmax(q_network.apply(params, obs), axis=1))
     obs, _ = envs.reset(seed=seed)
-    episodic_returns = []
-    while len(episodic_returns) < eval_episodes:
+    episodic_returns, steps = [], 0  # steps: of the episode under way
+    while len(episodic_returns) < eval_episodes and steps < 100_000:  # without a time limit, one may never end
+        steps += 1
         actions = envs.action_space.sample() if random.random() < epsilon else np.asarray(greedy_actions(params, obs))
         obs, _, _, _, infos = envs.step(actions)
         if "final_info" in infos and "episode" in infos["final_info"]:
             episodic_returns.append(float(infos["final_info"]["episode"]["r"][0]))
+            steps = 0
     envs.close()
     return episodic_returns
 
@@ -309,7 +311,11 @@ if __name__ == "__main__":
         episodic_returns = evaluate(model_path, 10, run_name, epsilon=0.05, capture_video=args.capture_video)
         for idx, episodic_return in enumerate(episodic_returns):
             writer.add_scalar("eval/episodic_return", episodic_return, idx)
-        print(f"eval/episodic_return over {len(episodic_returns)} episodes: {np.mean(episodic_returns):.2f}")
+        if len(episodic_returns) < 10:  # evaluate() stops at an episode that has run 100,000 steps
+            print(f"{SCRIPT}: warning: evaluation episode {len(episodic_returns) + 1} did not end in 100,000 steps "
+                  f"(has {args.env_id} a time limit?); {len(episodic_returns)} of 10 evaluated")  # fmt: skip
+        if episodic_returns:
+            print(f"eval/episodic_return over {len(episodic_returns)} episodes: {np.mean(episodic_returns):.2f}")
 
     writer.close()
     if args.track:  # the videos not sent yet: the training's last and the evaluation's

@@ -205,11 +205,13 @@ def evaluate(model_path, eval_episodes, run_name, capture_video=False):  # the s
     obs, _ = envs.reset(seed=checkpoint["args"]["seed"] + 100_000)
     params = flax.serialization.from_state_dict(actor.init(jax.random.PRNGKey(0), obs), checkpoint["model"])
     actor_apply = jax.jit(actor.apply)
-    episodic_returns = []
-    while len(episodic_returns) < eval_episodes:
+    episodic_returns, steps = [], 0  # steps: of the episode under way
+    while len(episodic_returns) < eval_episodes and steps < 100_000:  # without a time limit, one may never end
+        steps += 1
         obs, _, _, _, infos = envs.step(np.asarray(actor_apply(params, obs)))
         if "final_info" in infos and "episode" in infos["final_info"]:
             episodic_returns.append(float(infos["final_info"]["episode"]["r"][0]))
+            steps = 0
     envs.close()
     return episodic_returns
 
@@ -386,7 +388,11 @@ if __name__ == "__main__":
         episodic_returns = evaluate(model_path, 10, run_name, capture_video=args.capture_video)
         for idx, episodic_return in enumerate(episodic_returns):
             writer.add_scalar("eval/episodic_return", episodic_return, idx)
-        print(f"eval/episodic_return over {len(episodic_returns)} episodes: {np.mean(episodic_returns):.2f}")
+        if len(episodic_returns) < 10:  # evaluate() stops at an episode that has run 100,000 steps
+            print(f"{SCRIPT}: warning: evaluation episode {len(episodic_returns) + 1} did not end in 100,000 steps "
+                  f"(has {args.env_id} a time limit?); {len(episodic_returns)} of 10 evaluated")  # fmt: skip
+        if episodic_returns:
+            print(f"eval/episodic_return over {len(episodic_returns)} episodes: {np.mean(episodic_returns):.2f}")
 
     writer.close()
     if args.track:  # the videos not sent yet: the training's last and the evaluation's

@@ -212,7 +212,10 @@ def main(args: Args) -> list[float]:
         else:
             if dm_control:  # registered by the script's make_env, so here too before the check
                 script.gym.register_envs(importlib.import_module("shimmy"))
-            script.gym.spec(env_id)
+            module, _, registered_id = env_id.rpartition(":")  # `module:EnvId`: gym.make imports the module first
+            if module:
+                importlib.import_module(module)
+            script.gym.spec(registered_id)
     except Exception as e:  # an env this machine does not have (a missing extra or a custom registration)
         error = (str(e).splitlines() or [""])[0] or type(e).__name__
     if error is not None:
@@ -241,6 +244,10 @@ def main(args: Args) -> list[float]:
         sys.exit(2)
     for i, episodic_return in enumerate(returns):
         print(f"episode {i}: return {episodic_return:.2f}")
+    if len(returns) < args.eval_episodes:  # the scripts stop an evaluation at an episode that runs 100,000 steps
+        print(f"enjoy: warning: episode {len(returns)} did not end in 100,000 steps (has {env_id} a time limit?)")
+        if not returns:
+            sys.exit(1)
     mean = sum(returns) / len(returns)
     std = (sum((r - mean) ** 2 for r in returns) / len(returns)) ** 0.5
     episodes = "1 episode" if len(returns) == 1 else f"{len(returns)} episodes"

@@ -76,7 +76,8 @@ def model_card(args, repo, episodic_returns, video, script_path, algorithm, desc
     script = os.path.basename(script_path)
     with open(script_path, "rb") as f:
         script_sha256 = hashlib.sha256(f.read()).hexdigest()
-    mean, std = float(np.mean(episodic_returns)), float(np.std(episodic_returns))
+    # no episode may have ended (an env without a time limit): NaN, without numpy's empty-mean warning
+    mean, std = (float(np.mean(episodic_returns)), float(np.std(episodic_returns))) if episodic_returns else (np.nan, np.nan)
     command = command or shlex.join(["python", script, *sys.argv[1:]])
     hyperparameters = "\n".join(f"| {key} | {value} |" for key, value in vars(args).items())
     jax = "_jax" in script  # the JAX twins' names say so

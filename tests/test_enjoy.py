@@ -1,6 +1,7 @@
 """cleanrl_utils.enjoy: a model saved by a script's --save-model is evaluated with that script's own
 networks and evaluation code, for one script of each family; bad input exits 2 with one line."""
 
+import os
 import subprocess
 import sys
 
@@ -19,9 +20,10 @@ FAMILIES = {
 }
 
 
-def enjoy(*args, cwd):
+def enjoy(*args, cwd, pythonpath=()):
+    """Runs `python -m cleanrl_utils.enjoy ARGS` in `cwd`, with the repository and `pythonpath` folders on the path."""
     command = [sys.executable, "-m", "cleanrl_utils.enjoy", *map(str, args)]
-    env = script_env() | {"PYTHONPATH": str(REPO)}
+    env = script_env() | {"PYTHONPATH": os.pathsep.join([str(REPO), *map(str, pythonpath)])}
     return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
 
 
