@@ -368,7 +368,7 @@ if __name__ == "__main__":
             writer.add_scalar("eval/episodic_return", episodic_return, idx)
         if len(episodic_returns) < 10:  # evaluate() stops at an episode that has run 100,000 steps
             print(f"{SCRIPT}: warning: evaluation episode {len(episodic_returns) + 1} did not end in 100,000 steps "
-                  f"(has {args.env_id} a time limit?); {len(episodic_returns)} of 10 evaluated")  # fmt: skip
+                  f"(does {args.env_id} have a time limit?); {len(episodic_returns)} of 10 evaluated")  # fmt: skip
         if episodic_returns:
             print(f"eval/episodic_return over {len(episodic_returns)} episodes: {np.mean(episodic_returns):.2f}")
 

@@ -245,7 +245,7 @@ def main(args: Args) -> list[float]:
     for i, episodic_return in enumerate(returns):
         print(f"episode {i}: return {episodic_return:.2f}")
     if len(returns) < args.eval_episodes:  # the scripts stop an evaluation at an episode that runs 100,000 steps
-        print(f"enjoy: warning: episode {len(returns)} did not end in 100,000 steps (has {env_id} a time limit?)")
+        print(f"enjoy: warning: episode {len(returns)} did not end in 100,000 steps (does {env_id} have a time limit?)")
         if not returns:
             sys.exit(1)
     mean = sum(returns) / len(returns)

@@ -88,7 +88,7 @@ def test_an_env_without_a_time_limit_trains_and_its_evaluation_stops(script, cus
     endless = env_id(script, "Box", endless=True)
     result = run_script(script, *(TINY | JAX_TINY)[script], "--env-id", endless, "--save-model", cwd=cwd, env=env)
     check_ok(result)
-    warning = f"{script}: warning: evaluation episode 1 did not end in 100,000 steps (has {endless} a time limit?)"
+    warning = f"{script}: warning: evaluation episode 1 did not end in 100,000 steps (does {endless} have a time limit?)"
     assert f"{warning}; 0 of 10 evaluated" in result.stdout.splitlines()
     assert "eval/episodic_return" not in result.stdout and "RuntimeWarning" not in result.stderr
     if script == "ppo.py":  # enjoy stops there too, and says it did not evaluate
