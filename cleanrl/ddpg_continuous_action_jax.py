@@ -75,12 +75,10 @@ class Args:
 
 def make_env(env_id, num_envs, capture_video, run_name):
     def thunk(idx):
-        if capture_video and idx == 0:
-            env = gym.make(env_id, render_mode="rgb_array")
-            env = gym.wrappers.RecordVideo(env, f"videos/{run_name}")
-        else:
-            env = gym.make(env_id)
-        env = gym.wrappers.FlattenObservation(env)  # dm_control's Dict observations as one vector; a 1-D Box stays as is
+        video = capture_video and idx == 0  # the first env films
+        env = gym.make(env_id, render_mode="rgb_array" if video else None)
+        env = gym.wrappers.RecordVideo(env, f"videos/{run_name}") if video else env
+        env = gym.wrappers.FlattenObservation(env) if isinstance(env.observation_space, gym.spaces.Dict) else env
         return gym.wrappers.RecordEpisodeStatistics(env)
 
     envs = [functools.partial(thunk, i) for i in range(num_envs)]  # SAME_STEP: true last obs in info["final_obs"]
@@ -136,8 +134,7 @@ class TrainState(TrainState):
 class ReplayBuffer:  # the last `buffer_size` transitions; `done` is termination only, so truncations bootstrap
     def __init__(self, buffer_size, obs_shape, action_dim):
         self.buffer_size, self.pos, self.size = buffer_size, 0, 0
-        self.obs = np.zeros((buffer_size,) + obs_shape, dtype=np.float32)
-        self.next_obs = np.zeros((buffer_size,) + obs_shape, dtype=np.float32)
+        self.obs, self.next_obs = np.zeros((2, buffer_size) + obs_shape, dtype=np.float32)  # one array, unpacked
         self.actions = np.zeros((buffer_size, action_dim), dtype=np.float32)
         self.rewards, self.dones = np.zeros(buffer_size, dtype=np.float32), np.zeros(buffer_size, dtype=np.float32)
 
@@ -216,8 +213,8 @@ if __name__ == "__main__":
         env = gym.make(args.env_id, render_mode="rgb_array") if args.capture_video else gym.make(args.env_id)
         env = gym.wrappers.FlattenObservation(env) if isinstance(env.observation_space, gym.spaces.Dict) else env
     except Exception as e:
-        hint = " (the dm_control extra: pip install 'shimmy[dm-control]')" if dm_control else ""
-        exit_if(f"cannot make {args.env_id!r}: {e}{hint}" + (f" (with MUJOCO_GL={mujoco_gl})" if mujoco_gl else ""))
+        hint = " (the dm_control extra: pip install 'shimmy[dm-control]')" if dm_control and isinstance(e, ImportError) else ""
+        exit_if(f"cannot make {args.env_id!r}: {e}{hint}" + (f" (with MUJOCO_GL={mujoco_gl})" if args.capture_video else ""))
     exit_if(validation_error(args, env))
     if args.capture_video:  # a video renders its first frame now, not after the training
         with warnings.catch_warnings(action="ignore"):  # GL back-ends warn on the way to their errors: one line

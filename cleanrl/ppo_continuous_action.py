@@ -231,8 +231,8 @@ if __name__ == "__main__":
             gym.register_envs(importlib.import_module("shimmy"))
         env = gym.make(args.env_id, render_mode="rgb_array") if args.capture_video else gym.make(args.env_id)
     except Exception as e:
-        hint = " (the dm_control extra: pip install 'shimmy[dm-control]')" if dm_control else ""
-        exit_if(f"cannot make {args.env_id!r}: {e}{hint}" + (f" (with MUJOCO_GL={mujoco_gl})" if mujoco_gl else ""))
+        hint = " (the dm_control extra: pip install 'shimmy[dm-control]')" if dm_control and isinstance(e, ImportError) else ""
+        exit_if(f"cannot make {args.env_id!r}: {e}{hint}" + (f" (with MUJOCO_GL={mujoco_gl})" if args.capture_video else ""))
     exit_if(validation_error(args, env))
     if args.capture_video:  # a video renders its first frame now, not after the training
         with warnings.catch_warnings(action="ignore"):  # GL back-ends warn on the way to their errors: one line

@@ -245,8 +245,9 @@ def main(args: Args) -> list[float]:
     for i, episodic_return in enumerate(returns):
         print(f"episode {i}: return {episodic_return:.2f}")
     if len(returns) < args.eval_episodes:  # the scripts stop an evaluation at an episode that runs 100,000 steps
-        print(f"enjoy: warning: episode {len(returns)} did not end in 100,000 steps (does {env_id} have a time limit?)")
-        if not returns:
+        print(f"enjoy: warning: evaluation episode {len(returns) + 1} did not end in 100,000 steps (does {env_id} have a "
+              f"time limit?); {len(returns)} of {args.eval_episodes} evaluated")
+        if not returns:  # nothing to report: not a successful evaluation
             sys.exit(1)
     mean = sum(returns) / len(returns)
     std = (sum((r - mean) ** 2 for r in returns) / len(returns)) ** 0.5

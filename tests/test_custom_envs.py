@@ -94,4 +94,4 @@ def test_an_env_without_a_time_limit_trains_and_its_evaluation_stops(script, cus
     if script == "ppo.py":  # enjoy stops there too, and says it did not evaluate
         model = only_run_dir(cwd) / "ppo.cleanrl_model"
         again = enjoy("--model-path", model, "--eval-episodes", 1, cwd=cwd, pythonpath=[modules])
-        assert again.returncode == 1 and "enjoy: warning: episode 0 did not end in 100,000 steps" in again.stdout
+        assert again.returncode == 1 and "enjoy: warning: evaluation episode 1 did not end in 100,000 steps" in again.stdout
