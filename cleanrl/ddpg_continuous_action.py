@@ -88,6 +88,10 @@ def action_bounds(env):  # per dimension, from the space of the env the actions 
     return env.action_space.low.astype(np.float32), env.action_space.high.astype(np.float32)
 
 
+def exploration_actions(actions, noise, exploration_noise, action_scale, action_low, action_high):
+    return torch.clamp(actions + noise * exploration_noise * action_scale, action_low, action_high)
+
+
 def q_target(rewards, dones, gamma, qf1_next_target):  # `dones` is termination only, so truncations bootstrap
     return rewards + gamma * (1.0 - dones) * qf1_next_target
 
@@ -115,8 +119,7 @@ class Actor(nn.Module):
         self.register_buffer("action_bias", torch.as_tensor((action_high + action_low) / 2.0, dtype=torch.float32))
 
     def forward(self, x):
-        x = F.relu(self.fc1(x))
-        x = F.relu(self.fc2(x))
+        x = F.relu(self.fc2(F.relu(self.fc1(x))))
         return torch.tanh(self.fc_mu(x)) * self.action_scale + self.action_bias  # [-1, 1] to each dimension's bounds
 
 
@@ -133,8 +136,7 @@ class ReplayBuffer:  # the last `buffer_size` transitions; `done` is termination
             self.next_obs[self.pos] = final_obs[i] if terminations[i] or truncations[i] else next_obs[i]
             self.obs[self.pos], self.actions[self.pos], self.rewards[self.pos] = obs[i], actions[i], rewards[i]
             self.dones[self.pos] = terminations[i]  # not truncations: those still bootstrap
-            self.pos = (self.pos + 1) % self.buffer_size
-            self.size = min(self.size + 1, self.buffer_size)
+            self.pos, self.size = (self.pos + 1) % self.buffer_size, min(self.size + 1, self.buffer_size)  # a ring
 
     def sample(self, batch_size):
         idx = np.random.randint(0, self.size, size=batch_size)  # uniform, with replacement
@@ -194,16 +196,14 @@ def evaluate(model_path, eval_episodes, run_name, device, capture_video=False): 
 
 if __name__ == "__main__":
     args = tyro.cli(Args)
-    dm_control = args.env_id.startswith("dm_control/")  # the DeepMind Control Suite, through Shimmy
-    mujoco_gl = os.environ.setdefault("MUJOCO_GL", "egl") if args.capture_video or dm_control else None  # headless
+    mujoco_gl = os.environ.setdefault("MUJOCO_GL", "egl") if args.capture_video or "dm_control/" in args.env_id else None
     try:  # unknown ids, missing modules or extras all mean this env cannot be made
-        if dm_control:  # Shimmy registers the dm_control/* ids as it is imported
+        if args.env_id.startswith("dm_control/"):  # the DeepMind Control Suite: Shimmy registers it (the dm_control extra)
             gym.register_envs(importlib.import_module("shimmy"))
         env = gym.make(args.env_id, render_mode="rgb_array") if args.capture_video else gym.make(args.env_id)
         env = gym.wrappers.FlattenObservation(env) if isinstance(env.observation_space, gym.spaces.Dict) else env
     except Exception as e:
-        hint = " (the dm_control extra: pip install 'shimmy[dm-control]')" if dm_control and isinstance(e, ImportError) else ""
-        exit_if(f"cannot make {args.env_id!r}: {e}{hint}" + (f" (with MUJOCO_GL={mujoco_gl})" if args.capture_video else ""))
+        exit_if(f"cannot make {args.env_id!r}: {e}" + (f" (with MUJOCO_GL={mujoco_gl})" if args.capture_video else ""))
     exit_if(validation_error(args, env))
     if args.capture_video:  # a video renders its first frame now, not after the training
         with warnings.catch_warnings(action="ignore"):  # GL back-ends warn on the way to their errors: one line
@@ -261,8 +261,8 @@ if __name__ == "__main__":
         else:
             with torch.no_grad():
                 actions = actor(torch.as_tensor(obs, dtype=torch.float32, device=device))
-                actions += torch.randn_like(actions) * args.exploration_noise * actor.action_scale  # per-dimension scale
-                actions = torch.clamp(actions, low, high)
+                noise = torch.randn_like(actions)  # one draw per env and per dimension
+                actions = exploration_actions(actions, noise, args.exploration_noise, actor.action_scale, low, high)
             actions = actions.cpu().numpy()
 
         next_obs, rewards, terminations, truncations, infos = envs.step(actions)

@@ -238,16 +238,14 @@ def evaluate(model_path, eval_episodes, run_name, capture_video=False):  # the s
 
 if __name__ == "__main__":
     args = tyro.cli(Args)
-    dm_control = args.env_id.startswith("dm_control/")  # the DeepMind Control Suite, through Shimmy
-    mujoco_gl = os.environ.setdefault("MUJOCO_GL", "egl") if args.capture_video or dm_control else None  # headless
+    mujoco_gl = os.environ.setdefault("MUJOCO_GL", "egl") if args.capture_video or "dm_control/" in args.env_id else None
     try:  # unknown ids, missing modules or extras all mean this env cannot be made
-        if dm_control:  # Shimmy registers the dm_control/* ids as it is imported
+        if args.env_id.startswith("dm_control/"):  # the DeepMind Control Suite: Shimmy registers it (the dm_control extra)
             gym.register_envs(importlib.import_module("shimmy"))
         env = gym.make(args.env_id, render_mode="rgb_array") if args.capture_video else gym.make(args.env_id)
         env = gym.wrappers.FlattenObservation(env) if isinstance(env.observation_space, gym.spaces.Dict) else env
     except Exception as e:
-        hint = " (the dm_control extra: pip install 'shimmy[dm-control]')" if dm_control and isinstance(e, ImportError) else ""
-        exit_if(f"cannot make {args.env_id!r}: {e}{hint}" + (f" (with MUJOCO_GL={mujoco_gl})" if args.capture_video else ""))
+        exit_if(f"cannot make {args.env_id!r}: {e}" + (f" (with MUJOCO_GL={mujoco_gl})" if args.capture_video else ""))
     exit_if(validation_error(args, env))
     if args.capture_video:  # a video renders its first frame now, not after the training
         with warnings.catch_warnings(action="ignore"):  # GL back-ends warn on the way to their errors: one line

@@ -26,7 +26,7 @@ from jax_parity import both, dense_params
 SCRIPT = "ddpg_continuous_action_jax.py"
 DDPG = load_script("ddpg_continuous_action")
 DDPG_JAX = load_script("ddpg_continuous_action_jax")
-TD3 = load_script("td3_continuous_action")  # the torch DDPG rescales, explores and soft-updates inline; TD3 has functions
+TD3 = load_script("td3_continuous_action")  # the torch DDPG rescales and soft-updates inline; TD3 has both as functions
 TINY = JAX_TINY[SCRIPT]  # the twin's: 300 Hopper steps, learning from step 100
 TAGS = ["losses/qf1_values", "losses/qf1_loss", "losses/actor_loss", "charts/SPS"]
 
@@ -53,7 +53,7 @@ def test_exploration_actions_match_the_twin_and_stay_in_bounds():
     actions = rng.uniform(LOW, HIGH, (64, 3)).astype(np.float32)
     noise = (rng.standard_normal((64, 3)) * 3).astype(np.float32)  # large draws: many hit the clamps
     t, j = both(actions, noise, SCALE, LOW, HIGH)
-    expected = TD3.exploration_actions(t[0], t[1], 0.5, t[2], t[3], t[4]).numpy()
+    expected = DDPG.exploration_actions(t[0], t[1], 0.5, t[2], t[3], t[4]).numpy()
     result = np.asarray(DDPG_JAX.exploration_actions(j[0], j[1], 0.5, j[2], j[3], j[4]))
     np.testing.assert_allclose(result, expected, **TOL)
     assert (result == LOW).any() and (result == HIGH).any() and (result >= LOW).all() and (result <= HIGH).all()

@@ -109,8 +109,8 @@ UPLOAD_WITHOUT_SAVE = "--upload-model pushes the saved model and its evaluation;
 CASES += [(s, ["--upload-model", "--no-save-model"], UPLOAD_WITHOUT_SAVE) for s in PPO if s != "ppo.py"]
 CASES += [(s, [flag, env_id], message) for s, cases in WRONG_SPACE.items() for flag, env_id, message in cases]
 CASES += [(s, ["--env-id", env_id], "doesn't exist") for s, env_id in UNKNOWN_ENV.items()]
-if importlib.util.find_spec("shimmy") is None:  # CleanRL's own smoke test runs a dm_control id: say what to install
-    NO_SHIMMY = "(the dm_control extra: pip install 'shimmy[dm-control]')"
+if importlib.util.find_spec("shimmy") is None:  # CleanRL's own smoke test runs a dm_control id: say what is missing
+    NO_SHIMMY = "cannot make 'dm_control/cartpole-balance-v0': No module named 'shimmy'"
     CASES += [(s, ["--env-id", "dm_control/cartpole-balance-v0"], NO_SHIMMY) for s in CONTINUOUS]
 
 
