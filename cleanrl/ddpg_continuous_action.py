@@ -75,7 +75,7 @@ class Args:
 def make_env(env_id, num_envs, capture_video, run_name):
     def thunk(idx):
         video = capture_video and idx == 0  # the first env films
-        env = gym.make(env_id, render_mode="rgb_array" if video else None)
+        env = gym.make(env_id, render_mode="rgb_array") if video else gym.make(env_id)  # a custom env may take no render_mode
         env = gym.wrappers.RecordVideo(env, f"videos/{run_name}") if video else env
         env = gym.wrappers.FlattenObservation(env) if isinstance(env.observation_space, gym.spaces.Dict) else env
         return gym.wrappers.RecordEpisodeStatistics(env)
