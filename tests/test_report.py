@@ -22,8 +22,10 @@ from cleanrl_utils.report import (
     main,
     markdown_table,
     normalized_scores,
+    read_normalization,
     read_reference,
     read_scalars,
+    reference_for,
     smooth,
     summarize,
 )
@@ -136,6 +138,17 @@ def test_a_reference_at_a_larger_budget_says_so(runs_dir, tmp_path):
     assert "| ppo | CartPole-v1 | 2 | 1, 2 | 35.00 ± 10.00 | 490.04 ± 6.12 (at 500k steps) | 0:02:30 | 2000 |" in table
     assert "| ppo | Acrobot-v1 | 2 | 1, 2 | -40.00 ± 40.00 | -86.36 | 1:30:00 | 600 |" in table
     assert [format_steps(n) for n in (300, 1500, 500_000, 10_000_000)] == ["300", "1.5k", "500k", "10M"]
+
+
+def test_reference_and_normalization_ids_match_run_folder_names(tmp_path):
+    """Run folders write an env id's "/" as "-" (dm_control/cartpole-balance-v0 runs live in
+    dm_control-cartpole-balance-v0__...): the CSVs take the real id and match those folders."""
+    reference, normalization = tmp_path / "reference.csv", tmp_path / "normalization.csv"
+    reference.write_text("env_id,exp_name,return\ndm_control/cartpole-balance-v0,ppo_continuous_action,855.47\n")
+    normalization.write_text("env_id,min,max\ndm_control/cartpole-balance-v0,0,1000\n")
+    found = reference_for(read_reference(str(reference)), "dm_control-cartpole-balance-v0", "ppo_continuous_action")
+    assert found == (855.47, None, None)
+    assert read_normalization(str(normalization)) == {"dm_control-cartpole-balance-v0": (0.0, 1000.0)}
 
 
 def test_a_new_report_into_the_same_folder_leaves_no_stale_figure(runs_dir, csvs, tmp_path):
