@@ -17,6 +17,14 @@ prints what finished and what was stopped, with the logs, and exits 128 + the si
 `--auto-tag` passes `WANDB_TAGS` (the output of `git describe --tags --always --dirty` in the current
 folder, no network) to the runs.
 
+Threads: by default each run computes on one thread (`one_thread_env`): `OMP_NUM_THREADS=1` and
+`MKL_NUM_THREADS=1` for torch, XLA's single-thread CPU flags in `XLA_FLAGS` for JAX, and each running slot
+of the pool pinned to one CPU of those the runner may use (slot k on CPU k mod their count), because JAX's
+CPU runtime sizes its thread pool from the CPU affinity and ignores the variables. Runs that each take
+every core fight over them: two `ppo.py` runs side by side took 5.5x the wall time that they take with one
+thread each (benchmark/results/runner_threads.md). A variable you set yourself is kept, and then the runner
+pins nothing; `--no-one-thread` leaves the libraries' defaults and pins nothing.
+
 Slurm: `--slurm-template-path benchmark/slurm_template.sh` renders that job-array template and submits it
 with `sbatch --parsable` (from the current folder, which is where the runs work; `sbatch` passes the
 environment, `WANDB_TAGS` included, on to them), prints the job id and each array index's env and seed,
@@ -44,10 +52,24 @@ dropped (so `#SBATCH` lines stay in one block):
     (`COMMAND=({{command}})`; `ENV_IDS`, `SEEDS`, `LOGS` hold one word per array index, the logs as
     absolute paths), for the script to select with `"${ENV_IDS[$SLURM_ARRAY_TASK_ID]}"`; nothing
     from the command line is put into the script other than as such a quoted word or a number.
+
+CleanRL's templates (e.g. its `benchmark/cleanrl_1gpu.slurm_template`) are rendered as CleanRL renders them:
+a template that uses `{{len_seeds}}` or `{{cpus_per_gpu}}` is one, and in it the array index runs env-major
+(index i is env i // num_seeds, seed i % num_seeds, as its `${env_ids[$SLURM_ARRAY_TASK_ID / {{len_seeds}}]}`
+reads) and
+  - `{{env_ids}}`, `{{seeds}}`: a bash array, parentheses included, of the distinct env ids / seeds
+    (`(CartPole-v1 Acrobot-v1)`, `(1 2 3)`); `{{len_seeds}}`: the number of seeds;
+  - `{{command}}`: the command's words, each quoted; `{{nodes}}`: the whole `#SBATCH --nodes=K` line, or nothing;
+  - `{{cpus_per_gpu}}`: ceil(`--slurm-total-cpus` / (GPUs per task x `--slurm-ntasks`)), CleanRL's formula, so
+    there `--slurm-total-cpus` is the CPUs of one array task;
+  - `--slurm-gpus-per-task` and `--slurm-total-cpus` default to CleanRL's 1 and 50.
+Before submitting, the folder of each `#SBATCH --output`/`--error` path is created (CleanRL's templates
+write to `slurm/logs/`; sbatch does not create it, and a job whose output folder is missing fails unseen).
 """
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import shlex
@@ -76,6 +98,9 @@ class Args:
     """how many runs at a time; 0 prints the commands instead of running them"""
     auto_tag: bool = True
     """set WANDB_TAGS for the runs from `git describe` of the current folder"""
+    one_thread: bool = True
+    """one compute thread per run (OMP_NUM_THREADS=1 and the JAX equivalent, each slot pinned to a CPU) unless
+    you set OMP_NUM_THREADS yourself; --no-one-thread leaves torch's and JAX's defaults"""
     log_dir: str = "benchmark_logs"
     """where each run's output goes, one file per run"""
     progress_interval: float = 60.0
@@ -83,10 +108,11 @@ class Args:
     slurm_template_path: Optional[str] = None
     """a Slurm job-array template (e.g. benchmark/slurm_template.sh): submit the runs with sbatch instead of
     running them here (with --workers 0: print the rendered script)"""
-    slurm_gpus_per_task: int = 0
-    """GPUs per Slurm array task (0: no GPU line)"""
-    slurm_total_cpus: int = 0
-    """CPUs of all Slurm array tasks that run at once, split evenly among --workers of them (0: 1 CPU per task)"""
+    slurm_gpus_per_task: Optional[int] = None
+    """GPUs per Slurm array task (default 0: no GPU line; 1 with a CleanRL template)"""
+    slurm_total_cpus: Optional[int] = None
+    """CPUs of all Slurm array tasks that run at once, split evenly among --workers of them (default 0: 1 CPU
+    per task); with a CleanRL template, the CPUs of one array task (default 50)"""
     slurm_ntasks: int = 1
     """Slurm tasks per array task (copies of the command that srun starts)"""
     slurm_nodes: int = 0
@@ -137,14 +163,39 @@ def git_tag(cwd: str = ".") -> Optional[str]:
     return result.stdout.strip() or None
 
 
-def start_run(run: Run, env: dict[str, str]) -> Optional[subprocess.Popen]:
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")
+XLA_ONE_THREAD = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+
+
+def one_thread_env(env: dict[str, str]) -> tuple[dict[str, str], bool]:
+    """`env` for runs that compute on one thread each, and whether the runner should also pin each run to one
+    CPU. OMP_NUM_THREADS and MKL_NUM_THREADS (torch's intra-op threads) become 1 and XLA_FLAGS gains
+    `XLA_ONE_THREAD`, where `env` does not set them. When `env` already sets OMP_NUM_THREADS the user chose the
+    thread count: `env` is returned as it is, without pinning."""
+    if "OMP_NUM_THREADS" in env:
+        return dict(env), False
+    env = dict(env) | {name: env.get(name, "1") for name in THREAD_VARIABLES}
+    if "xla_cpu_multi_thread_eigen" not in env.get("XLA_FLAGS", ""):
+        env["XLA_FLAGS"] = f"{env.get('XLA_FLAGS', '')} {XLA_ONE_THREAD}".strip()
+    return env, True
+
+
+def start_run(run: Run, env: dict[str, str], cpu: Optional[int] = None) -> Optional[subprocess.Popen]:
     """Starts one run with its output in its log file and no stdin, as the leader of a new session (so that
     stopping it can reach the processes it starts, and a terminal's Ctrl-C reaches only the runner, which
-    stops the runs itself). Returns None when the program cannot be started, after writing why to the log."""
+    stops the runs itself), pinned to CPU `cpu` if one is given. Returns None when the program cannot be
+    started, after writing why to the log."""
+    pin = None if cpu is None else (lambda: os.sched_setaffinity(0, {cpu}))
     with open(run.log_path, "w") as log:
         try:
             return subprocess.Popen(
-                run.argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
+                run.argv,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=env,
+                start_new_session=True,
+                preexec_fn=pin,
             )
         except OSError as e:
             log.write(f"cannot start {run.argv[0]!r}: {e}\n")
@@ -264,13 +315,17 @@ def run_pool(
     out=sys.stdout,
     grace: float = STOP_GRACE,
     poll_interval: float = 0.1,
+    pin: bool = False,
 ) -> PoolResult:
     """Runs `runs` at most `workers` at a time, in their order. Prints a line as each ends, and every
-    `progress_interval` seconds without one, which runs are going. On SIGINT, SIGTERM or SIGHUP (those not
-    ignored when it starts; caught only in the main thread) it starts no more runs and stops the running
-    ones with `stop_processes`, and returns."""
+    `progress_interval` seconds without one, which runs are going. With `pin`, the run in slot k (0 ...
+    workers - 1) is pinned to the k-th CPU (mod their count) of those this process may use. On SIGINT,
+    SIGTERM or SIGHUP (those not ignored when it starts; caught only in the main thread) it starts no more
+    runs and stops the running ones with `stop_processes`, and returns."""
     returncodes: dict[Run, int] = {}
     running: dict[Run, subprocess.Popen] = {}
+    slots: dict[Run, int] = {}
+    cpus = sorted(os.sched_getaffinity(0))
     received: list[int] = []
     start = last_line = time.monotonic()
 
@@ -289,7 +344,7 @@ def run_pool(
         for run, process in list(running.items()):
             returncode = process.poll()
             if returncode is not None:
-                del running[run]
+                del running[run], slots[run]
                 ended(run, returncode)
 
     previous = {}
@@ -304,11 +359,12 @@ def run_pool(
             while not received and next_run < len(runs) and len(running) < workers:
                 run = runs[next_run]
                 next_run += 1
-                process = start_run(run, env)
+                slot = min(set(range(workers)) - set(slots.values()))
+                process = start_run(run, env, cpus[slot % len(cpus)] if pin else None)
                 if process is None:
                     ended(run, 127)
                 else:
-                    running[run] = process
+                    running[run], slots[run] = process, slot
             if time.monotonic() - last_line >= progress_interval:
                 last_line = time.monotonic()
                 going = ", ".join(f"{r.env_id} seed {r.seed}" for r in running)
@@ -327,10 +383,13 @@ def run_pool(
 
 
 PLACEHOLDER = re.compile(r"\{\{(\w*)\}\}")
+CLEANRL_PLACEHOLDERS = frozenset({"len_seeds", "cpus_per_gpu"})  # only CleanRL's templates have these
 SLURM_PLACEHOLDERS = frozenset(
     {"array", "num_runs", "workers", "cpus_per_task", "gpus_per_task", "ntasks", "nodes", "gpus_per_task_line"}
     | {"nodes_line", "slurm_output", "command", "env_ids", "seeds", "log_paths"}
+    | CLEANRL_PLACEHOLDERS
 )
+CLEANRL_DEFAULTS = {"gpus_per_task": 1, "total_cpus": 50}  # CleanRL's --slurm-gpus-per-task, --slurm-total-cpus
 SLURM_OUTPUT_UNSAFE = '"\\%\n\r'  # characters that sbatch would read in a double-quoted #SBATCH value
 
 
@@ -338,6 +397,39 @@ def unknown_placeholders(template: str) -> list[str]:
     """The `{{name}}` placeholders in `template` that the renderer does not know, in order of appearance."""
     names = PLACEHOLDER.findall(template)
     return [name for i, name in enumerate(names) if name not in SLURM_PLACEHOLDERS and name not in names[:i]]
+
+
+def is_cleanrl_template(template: str) -> bool:
+    """Whether `template` is written for CleanRL's runner (it uses `{{len_seeds}}` or `{{cpus_per_gpu}}`)."""
+    return bool(CLEANRL_PLACEHOLDERS & set(PLACEHOLDER.findall(template)))
+
+
+def env_major(runs: list[Run]) -> list[Run]:
+    """`runs` ordered as a CleanRL template's array indexes them: env by env (in first-seen order), each env's
+    seeds in order."""
+    envs = list(dict.fromkeys(run.env_id for run in runs))
+    return sorted(runs, key=lambda run: (envs.index(run.env_id), run.seed))
+
+
+def slurm_cpus_per_gpu(total_cpus: int, gpus_per_task: int, ntasks: int) -> int:
+    """CleanRL's `{{cpus_per_gpu}}`: ceil(total_cpus / (gpus_per_task x ntasks)). Raises ValueError without GPUs."""
+    if gpus_per_task < 1:
+        raise ValueError(
+            "the template's {{cpus_per_gpu}} needs GPUs: give --slurm-gpus-per-task 1 or more, or for CPU-only "
+            "tasks write #SBATCH --cpus-per-task={{cpus_per_task}} in its place"
+        )
+    return max(1, math.ceil(total_cpus / (gpus_per_task * ntasks)))
+
+
+def slurm_output_dirs(script: str) -> list[str]:
+    """The folders of the `#SBATCH --output`/`--error` (`-o`/`-e`) paths in a rendered script that hold no `%`
+    pattern, to create before sbatch (which does not create them)."""
+    dirs = []
+    for match in re.finditer(r"^#SBATCH\s+(?:--output=|--error=|-o\s*|-e\s*)(\S+)", script, re.MULTILINE):
+        folder = os.path.dirname(match.group(1).strip('"\''))
+        if folder and "%" not in folder:
+            dirs.append(folder)
+    return dirs
 
 
 def slurm_cpus_per_task(total_cpus: int, workers: int, num_runs: int) -> int:
@@ -362,11 +454,13 @@ def render_slurm_script(
     ntasks: int = 1,
     nodes: int = 0,
     log_dir: str = "benchmark_logs",
+    total_cpus: int = 0,
 ) -> str:
     """`template` with its `{{...}}` placeholders filled (the module docstring lists them) for a job array
-    whose index i is `runs[i]`; a non-empty template line that renders to nothing is dropped. Log paths
-    are made absolute against the current folder. Raises ValueError for an unknown placeholder or a
-    `log_dir` that holds a character sbatch would read in `{{slurm_output}}`."""
+    whose index i is `runs[i]` (in a CleanRL template, `env_major(runs)[i]`); a non-empty template line that
+    renders to nothing is dropped. Log paths are made absolute against the current folder. `total_cpus` is
+    used only by CleanRL's `{{cpus_per_gpu}}`. Raises ValueError for an unknown placeholder, a `log_dir` that
+    holds a character sbatch would read in `{{slurm_output}}`, or `{{cpus_per_gpu}}` without GPUs."""
     unknown = unknown_placeholders(template)
     if unknown:
         raise ValueError(f"unknown placeholder {{{{{unknown[0]}}}}} (known: {', '.join(sorted(SLURM_PLACEHOLDERS))})")
@@ -394,6 +488,16 @@ def render_slurm_script(
         "seeds": words(run.seed for run in runs),
         "log_paths": words(os.path.abspath(run.log_path) for run in runs),
     }
+    if is_cleanrl_template(template):
+        seeds = list(dict.fromkeys(run.seed for run in runs))
+        values |= {
+            "env_ids": f"({words(dict.fromkeys(run.env_id for run in runs))})",
+            "seeds": f"({words(seeds)})",
+            "len_seeds": str(len(seeds)),
+            "nodes": values["nodes_line"],
+        }
+        if "{{cpus_per_gpu}}" in template:
+            values["cpus_per_gpu"] = str(slurm_cpus_per_gpu(total_cpus, gpus_per_task, ntasks))
     lines = []
     for line in template.splitlines():
         rendered = PLACEHOLDER.sub(lambda match: values[match.group(1)], line)
@@ -473,8 +577,8 @@ def validation_error(args: Args) -> Optional[str]:
     if not words:
         return "--command is empty"
     for flag, value, least in [
-        ("--slurm-gpus-per-task", args.slurm_gpus_per_task, 0),
-        ("--slurm-total-cpus", args.slurm_total_cpus, 0),
+        ("--slurm-gpus-per-task", args.slurm_gpus_per_task or 0, 0),
+        ("--slurm-total-cpus", args.slurm_total_cpus or 0, 0),
         ("--slurm-ntasks", args.slurm_ntasks, 1),
         ("--slurm-nodes", args.slurm_nodes, 0),
     ]:
@@ -496,13 +600,25 @@ def validation_error(args: Args) -> Optional[str]:
     log_dir = os.path.abspath(args.log_dir)
     if any(c in log_dir for c in SLURM_OUTPUT_UNSAFE):
         return f"--log-dir {log_dir!r}: Slurm cannot take a double quote, backslash, % or line break in it"
+    gpus, total_cpus = slurm_resources(args, template)
     try:
-        slurm_cpus_per_task(args.slurm_total_cpus, args.workers, len(args.env_ids) * args.num_seeds)
+        if "{{cpus_per_task}}" in template:
+            slurm_cpus_per_task(total_cpus, args.workers, len(args.env_ids) * args.num_seeds)
+        if "{{cpus_per_gpu}}" in template:
+            slurm_cpus_per_gpu(total_cpus, gpus, args.slurm_ntasks)
     except ValueError as e:
         return str(e)
     if args.workers > 0 and shutil.which("sbatch") is None:
         return "--slurm-template-path: cannot find sbatch on PATH (--workers 0 prints the script instead)"
     return log_dir_error(args.log_dir) if args.workers > 0 else None
+
+
+def slurm_resources(args: Args, template: str) -> tuple[int, int]:
+    """(GPUs per task, total CPUs) of the command line, unset ones at the template's kind's defaults."""
+    cleanrl = is_cleanrl_template(template)
+    gpus = args.slurm_gpus_per_task if args.slurm_gpus_per_task is not None else CLEANRL_DEFAULTS["gpus_per_task"] * cleanrl
+    total = args.slurm_total_cpus if args.slurm_total_cpus is not None else CLEANRL_DEFAULTS["total_cpus"] * cleanrl
+    return gpus, total
 
 
 def main(args: Args) -> None:
@@ -524,8 +640,13 @@ def main(args: Args) -> None:
         for run in runs:
             print(shlex.join(run.argv))
         return
-    print(f"{plural(len(runs), 'run')}, {args.workers} at a time; logs in {args.log_dir}/", flush=True)
-    result = run_pool(runs, args.workers, env, args.progress_interval)
+    pin = False
+    threads = "the libraries' default threads"
+    if args.one_thread:
+        env, pin = one_thread_env(env)
+        threads = "one thread each" if pin else f"OMP_NUM_THREADS={env['OMP_NUM_THREADS']} as you set it"
+    print(f"{plural(len(runs), 'run')}, {args.workers} at a time, {threads}; logs in {args.log_dir}/", flush=True)
+    result = run_pool(runs, args.workers, env, args.progress_interval, pin=pin)
     failed = result.failed(runs)
     if failed:
         print(f"{len(failed)} of {plural(len(runs), 'run')} failed:", file=sys.stderr)
@@ -554,24 +675,29 @@ def main_slurm(args: Args, runs: list[Run], env: dict[str, str]) -> None:
     one line when sbatch fails)."""
     with open(args.slurm_template_path) as f:
         template = f.read()
-    cpus = slurm_cpus_per_task(args.slurm_total_cpus, args.workers, len(runs))
+    gpus, total_cpus = slurm_resources(args, template)
+    cpus = slurm_cpus_per_task(total_cpus, args.workers, len(runs)) if "{{cpus_per_task}}" in template else 1
+    if is_cleanrl_template(template):
+        runs = env_major(runs)
     words = shlex.split(args.command)
     script = render_slurm_script(
-        template, words, runs, args.workers, cpus, args.slurm_gpus_per_task, args.slurm_ntasks, args.slurm_nodes, args.log_dir
+        template, words, runs, args.workers, cpus, gpus, args.slurm_ntasks, args.slurm_nodes, args.log_dir, total_cpus
     )
     if args.workers == 0:
         print(script, end="")
         return
     script_path = os.path.join(args.log_dir, "slurm_job.sh")
     try:
+        for folder in slurm_output_dirs(script):
+            os.makedirs(folder, exist_ok=True)
         job_id = submit_slurm(script, script_path, env)
     except RuntimeError as e:
         print(f"benchmark: {e}", file=sys.stderr)
         sys.exit(1)
-    print(
-        f"submitted Slurm job array {job_id}: {plural(len(runs), 'run')}, {args.workers} at a time, {cpus} CPU(s) each",
-        flush=True,
-    )
+    each = f", {cpus} CPU(s) each" if "{{cpus_per_task}}" in template else ""
+    if "{{cpus_per_gpu}}" in template:
+        each = f", {gpus} GPU(s) each with {slurm_cpus_per_gpu(total_cpus, gpus, args.slurm_ntasks)} CPU(s) per GPU"
+    print(f"submitted Slurm job array {job_id}: {plural(len(runs), 'run')}, {args.workers} at a time{each}", flush=True)
     print(f"script {script_path}; logs in {args.log_dir}/ ({{env}}__{{seed}}.log, slurm-{job_id}_{{index}}.out)")
     for index, run in enumerate(runs):
         print(f"  array task {index}: {run.env_id} seed {run.seed}")

@@ -7,7 +7,11 @@
 
 Optuna (Akiba et al. 2019, "Optuna: A Next-generation Hyperparameter Optimization Framework", KDD) draws
 the parameters (TPE by default), prunes trials and keeps the study. The Python API is `Tuner`, with the
-arguments of CleanRL's tuner; the command line builds one from `--params` specs.
+arguments of CleanRL's tuner (`script="cleanrl/ppo.py"` means `command="cleanrl/ppo.py"`; `wandb_kwargs` gives
+each trial a W&B run with its parameters and scores); the command line builds one from `--params` specs.
+Each run computes on one thread (`OMP_NUM_THREADS=1` and XLA's single-thread flags, as the benchmark runner
+sets them; `one_thread=False` or `--no-one-thread` leaves the libraries' defaults), unless you set
+OMP_NUM_THREADS yourself.
 
 A trial: the sampler draws the parameters; then seed by seed (start_seed, start_seed + 1, ...), env by env
 (in the order of the target scores), one run of the command. The command is split with shell-word rules
@@ -61,7 +65,7 @@ from typing import TYPE_CHECKING, Any, Literal, Optional, TextIO
 
 import numpy as np
 
-from cleanrl_utils.benchmark import Run, run_one
+from cleanrl_utils.benchmark import Run, one_thread_env, run_one
 from cleanrl_utils.report import read_scalars
 
 if TYPE_CHECKING:
@@ -353,8 +357,10 @@ class Tuner:
 
     Args:
         command: the training command, e.g. "python cleanrl/ppo.py --no-cuda --total-timesteps 50000", split
-            with shell-word rules and run without a shell (a first word ending in `.py`, CleanRL's
-            `script="cleanrl/ppo.py"`, runs with this Python). It must not set --env-id, --seed or --exp-name.
+            with shell-word rules and run without a shell (a first word ending in `.py` runs with this
+            Python). It must not set --env-id, --seed or --exp-name.
+        script: CleanRL's name for the command: `script="cleanrl/ppo.py"` is `command="cleanrl/ppo.py"`; give
+            one of the two.
         target_scores: {env_id: (min, max)} normalising each env's score to (score - min) / (max - min), or
             {env_id: None} to keep the raw score; the envs of every seed, in this order.
         params_fn: trial -> {flag name without `--`: value} for one run, e.g.
@@ -376,18 +382,26 @@ class Tuner:
         storage: the study's database URL (default an SQLite file in the current folder), or None to keep it
             in memory (no resuming).
         study_name: the study's name in the storage; also names the runs (`--exp-name {study}-trial{N}`).
+            "" (the default, as in CleanRL) names a new study `tuner_{unix time}`; the command line's default
+            is "tuner", which a second run resumes.
         load_if_exists: resume a study of that name (False: refuse an existing one).
         log_dir: the folder of the runs' logs, one subfolder per trial.
         out: where the progress lines go (default: sys.stdout as it is when the Tuner is made).
+        wandb_kwargs: CleanRL's W&B logging of trials: when not empty, each trial is a W&B run made with
+            `wandb.init(**wandb_kwargs)` (named `{study}-trial{N}`, grouped by study, its config the trial's
+            parameters) that logs `{env_id}_return` (the normalised score of each run) and
+            `aggregated_normalized_score` (each seed's score); the runs' own W&B tracking is separate.
+        one_thread: run each training with one compute thread (`benchmark.one_thread_env`) unless
+            OMP_NUM_THREADS is set in the environment.
 
     Raises ValueError (one line) for any of these that cannot work; nothing is created until `tune`.
     """
 
     def __init__(
         self,
-        command: str,
-        target_scores: dict[str, Optional[tuple[float, float]]],
-        params_fn: Callable[[optuna.Trial], dict[str, Any]],
+        command: Optional[str] = None,
+        target_scores: Optional[dict[str, Optional[tuple[float, float]]]] = None,
+        params_fn: Optional[Callable[[optuna.Trial], dict[str, Any]]] = None,
         metric: str = "charts/episodic_return",
         direction: Literal["maximize", "minimize"] = "maximize",
         aggregation_type: Literal["average", "median", "min", "max"] = "average",
@@ -395,11 +409,25 @@ class Tuner:
         sampler: Optional[optuna.samplers.BaseSampler] = None,
         pruner: Optional[optuna.pruners.BasePruner] = None,
         storage: Optional[str] = "sqlite:///tuner.db",
-        study_name: str = "tuner",
+        study_name: str = "",
         load_if_exists: bool = True,
         log_dir: str = "tuner_logs",
         out: Optional[TextIO] = None,
+        *,
+        script: Optional[str] = None,
+        wandb_kwargs: Optional[dict[str, Any]] = None,
+        one_thread: bool = True,
     ):
+        if (command is None) == (script is None):
+            raise ValueError("give the training command as command= or as script= (CleanRL's name), not both")
+        command = command if script is None else script
+        if study_name == "":
+            study_name = f"tuner_{int(time.time())}"
+        if wandb_kwargs:
+            try:
+                import wandb  # noqa: F401
+            except ImportError:
+                raise ValueError("wandb_kwargs needs wandb: pip install wandb") from None
         try:
             words = shlex.split(command)
         except ValueError as e:
@@ -453,6 +481,8 @@ class Tuner:
         self.load_if_exists = load_if_exists
         self.log_dir = log_dir
         self.out = sys.stdout if out is None else out
+        self.wandb_kwargs = dict(wandb_kwargs or {})
+        self.one_thread = one_thread
 
     def settings(self, num_seeds: int, start_seed: int) -> dict:
         """What makes trial values comparable, as stored with the study (plain JSON types)."""
@@ -604,6 +634,30 @@ class Tuner:
         for key, value in (("flags", flags), ("exp_name", exp_name), ("log_dir", log_dir)):
             trial.set_user_attr(key, value)
         self.print(f"trial {trial.number}: {' '.join(flags) or '(no parameters)'}")
+        if not self.wandb_kwargs:
+            return self.run_seeds(trial, seeds, flags, exp_name, log_dir, lambda values: None)
+        import wandb
+
+        settings = {"name": exp_name, "group": self.study_name, "config": params, "reinit": "create_new"}
+        wandb_run = wandb.init(**(settings | self.wandb_kwargs))
+        exit_code = 1
+        try:
+            value = self.run_seeds(trial, seeds, flags, exp_name, log_dir, wandb_run.log)
+            exit_code = 0
+            return value
+        except optuna.TrialPruned:
+            exit_code = 0
+            raise
+        finally:
+            wandb_run.finish(exit_code=exit_code)
+
+    def run_seeds(
+        self, trial: optuna.Trial, seeds: range, flags: list[str], exp_name: str, log_dir: str, log: Callable[[dict], Any]
+    ) -> float:
+        """The runs of one trial, seed by seed, each seed's envs in order; returns the trial's value. `log`
+        receives `{env_id}_return` (a run's normalised score) and `aggregated_normalized_score` (a seed's)."""
+        import optuna
+
         scores: dict[str, list[float]] = {env_id: [] for env_id in self.target_scores}
         seed_scores: list[float] = []
         so_far = float("nan")
@@ -615,10 +669,12 @@ class Tuner:
                 scores[env_id].append(score)
                 trial.set_user_attr("scores", scores)
                 normalised.append(normalise(score, target))
+                log({f"{env_id}_return": normalised[-1]})
                 shown = "" if target is None else f", normalised {normalised[-1]:.4f}"
                 took = time.time() - start
                 self.print(f"trial {trial.number}: {env_id} seed {seed}: {self.metric} {score:.2f}{shown} ({took:.0f} s)")
             seed_scores.append(AGGREGATIONS[self.aggregation_type](normalised))
+            log({"aggregated_normalized_score": seed_scores[-1]})
             trial.set_user_attr("seed_scores", seed_scores)
             so_far = float(np.mean(seed_scores))
             trial.report(so_far, step=index)
@@ -664,7 +720,8 @@ class Tuner:
         log_path = os.path.join(log_dir, f"{name}__{seed}.log")
         prefix = f"{name}__{exp_name}__{seed}__"
         before = set(os.listdir("runs")) if os.path.isdir("runs") else set()
-        exit_code = run_one(Run(env_id, seed, argv, log_path), dict(os.environ))
+        env = one_thread_env(dict(os.environ))[0] if self.one_thread else dict(os.environ)
+        exit_code = run_one(Run(env_id, seed, argv, log_path), env)
         if exit_code != 0:
             raise RunFailed(env_id, seed, f"exit {exit_code}", log_path, exit_code)
         made = [
@@ -828,6 +885,9 @@ class Args:
     """where each run's output goes, one folder per trial"""
     max_consecutive_failures: int = 5
     """stop (exit 1) after this many failed trials in a row, a sign of a broken command (0: never)"""
+    one_thread: bool = True
+    """run each training on one compute thread (OMP_NUM_THREADS=1, XLA's single-thread flags) unless you set
+    OMP_NUM_THREADS; --no-one-thread leaves torch's and JAX's defaults"""
 
 
 def build_tuner(args: Args) -> Tuner:
@@ -869,6 +929,7 @@ def build_tuner(args: Args) -> Tuner:
         study_name=args.study_name,
         load_if_exists=args.load_if_exists,
         log_dir=args.log_dir,
+        one_thread=args.one_thread,
     )
     Tuner(**tuner_args)  # checks the rest before Optuna is imported
     try:

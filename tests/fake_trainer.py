@@ -4,7 +4,8 @@ logs `charts/episodic_return` points that follow from its flags, so scores can b
 
     point i = 0 ... points - 1:  A-v0: 10 x + seed + i      B-v0: 20 x + 3 seed + i - 100
 
---crash exits 3 after printing "diverged" (no run folder); --points 0 logs no point."""
+--crash exits 3 after printing "diverged" (no run folder); --points 0 logs no point. It prints the thread
+variables it was given and the CPUs it may run on (the runner's and the tuner's one-thread default)."""
 
 import argparse
 import os
@@ -24,6 +25,8 @@ parser.add_argument("--points", type=int, default=5)
 parser.add_argument("--crash", action=argparse.BooleanOptionalAction, default=False)
 args = parser.parse_args()
 print(f"fake {args.env_id} seed {args.seed} x {args.x}", flush=True)
+print(f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')} XLA_FLAGS={os.environ.get('XLA_FLAGS')}", flush=True)
+print(f"cpus={','.join(map(str, sorted(os.sched_getaffinity(0))))}", flush=True)
 if args.crash:
     print("diverged", file=sys.stderr)
     sys.exit(3)

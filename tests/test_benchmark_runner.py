@@ -83,7 +83,8 @@ def test_progress_names_the_running_runs_while_none_ends(tmp_path):
     result = runner("--env-ids", "A-v0", *flags, cwd=tmp_path)
     check_ok(result)
     assert "s] running: A-v0 seed 1" in result.stdout and "[1/1," in result.stdout
-    assert result.stdout.startswith("1 run, 1 at a time;") and result.stdout.endswith("\n1 run finished\n")
+    assert result.stdout.startswith("1 run, 1 at a time, OMP_NUM_THREADS=1 as you set it;")
+    assert result.stdout.endswith("\n1 run finished\n")
 
 
 def test_no_shell_is_involved(tmp_path):
@@ -258,3 +259,29 @@ def test_a_signal_stops_every_run_and_its_children(tmp_path, signum, stubborn):
         time.sleep(0.1)
     assert not [pid for pid in pids if alive(pid)]
     assert took >= STOP_GRACE if stubborn else took < STOP_GRACE  # no waiting when SIGTERM ends the runs
+
+
+@pytest.mark.parametrize("case", ["default", "no-one-thread", "user-set"])
+def test_each_run_gets_one_thread_and_a_cpu_of_its_own(tmp_path, case):
+    # tests/fake_trainer.py prints the thread variables it got and the CPUs it may run on
+    env = {k: v for k, v in script_env().items() if k not in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "XLA_FLAGS")}
+    env |= {"PYTHONPATH": str(REPO)} | ({"OMP_NUM_THREADS": "3"} if case == "user-set" else {})
+    command = shlex.join([sys.executable, str(REPO / "tests" / "fake_trainer.py"), "--exp-name", "x"])
+    args = ["--env-ids", "A-v0", "B-v0", "--command", command, "--num-seeds", 1, "--workers", 2]
+    args += ["--no-one-thread"] if case == "no-one-thread" else []
+    result = subprocess.run([sys.executable, "-m", "cleanrl_utils.benchmark", *map(str, args)], cwd=tmp_path, env=env,
+                            capture_output=True, text=True, timeout=600)  # fmt: skip
+    check_ok(result)
+    mine = sorted(os.sched_getaffinity(0))
+    logs = [(tmp_path / "benchmark_logs" / f"{env_id}__1.log").read_text().splitlines() for env_id in ("A-v0", "B-v0")]
+    cpus = [next(line for line in log if line.startswith("cpus=")) for log in logs]
+    if case == "default":
+        assert "2 runs, 2 at a time, one thread each;" in result.stdout
+        assert all("OMP_NUM_THREADS=1 XLA_FLAGS=--xla_cpu_multi_thread_eigen=false" in "\n".join(log) for log in logs)
+        # the two slots on two CPUs (one, where this process may use only one)
+        assert sorted(cpus) == sorted(f"cpus={cpu}" for cpu in (mine[0], mine[1 % len(mine)]))
+    else:
+        expected = "OMP_NUM_THREADS=3 as you set it" if case == "user-set" else "the libraries' default threads"
+        assert f"2 runs, 2 at a time, {expected};" in result.stdout
+        assert all(f"OMP_NUM_THREADS={'3' if case == 'user-set' else None} XLA_FLAGS=None" in log for log in logs)
+        assert cpus == [f"cpus={','.join(map(str, mine))}"] * 2

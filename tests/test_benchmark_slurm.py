@@ -26,6 +26,29 @@ ECHO_ARGV = "import json, sys; print(json.dumps(sys.argv[1:]))"
 HOSTILE = ["; touch pwned", "$HOME", "it's", 'say "hi"', "two  words", "$(touch pwned2)", "`touch pwned3`"]
 
 
+# a template written for CleanRL's runner (its placeholders and its env-major indexing, as in CleanRL's
+# benchmark/cleanrl_1gpu.slurm_template), without the site's partition and node lists
+CLEANRL_TEMPLATE = """#!/bin/bash
+#SBATCH --job-name=cleanrl-style
+#SBATCH --gpus-per-task={{gpus_per_task}}
+#SBATCH --cpus-per-gpu={{cpus_per_gpu}}
+#SBATCH --ntasks={{ntasks}}
+#SBATCH --output=slurm/logs/%x_%j.out
+#SBATCH --array={{array}}
+{{nodes}}
+
+env_ids={{env_ids}}
+seeds={{seeds}}
+env_id=${env_ids[$SLURM_ARRAY_TASK_ID / {{len_seeds}}]}
+seed=${seeds[$SLURM_ARRAY_TASK_ID % {{len_seeds}}]}
+
+echo "task $SLURM_ARRAY_TASK_ID: $env_id seed $seed"
+
+srun {{command}} --env-id $env_id --seed $seed
+"""
+CPU_ONLY_CLEANRL_TEMPLATE = "\n".join(line for line in CLEANRL_TEMPLATE.splitlines() if "gpu" not in line) + "\n"
+
+
 def runner(*args, cwd, env=None):
     command = [sys.executable, "-m", "cleanrl_utils.benchmark", *map(str, args)]
     env = (env or script_env()) | {"PYTHONPATH": str(REPO)}
@@ -322,3 +345,77 @@ def test_real_trainings_run_as_a_job_array_on_a_slurm_cluster(slurm_cluster, tmp
         assert (logs / f"{env_id}__1.log").exists()
         runs = list((tmp_path / "runs").glob(f"{env_id}__ppo__1__*"))
         assert len(runs) == 1 and list(runs[0].glob("events.out.tfevents.*")), (runs, tails)
+
+
+def test_a_cleanrl_template_renders_as_cleanrl_s_runner_renders_it(tmp_path):
+    template = tmp_path / "cleanrl.slurm_template"
+    template.write_text(CLEANRL_TEMPLATE)
+    flags = ["--slurm-template-path", template, "--num-seeds", 3, "--command", "python cleanrl/ppo.py --x 'a b'"]
+    flags += ["--slurm-total-cpus", 10, "--slurm-nodes", 2]
+    result = runner("--env-ids", "CartPole-v1", "; touch pwned", *flags, cwd=tmp_path)
+    check_ok(result)
+    lines = sbatch_lines(result.stdout)
+    assert "#SBATCH --gpus-per-task=1" in lines and "#SBATCH --cpus-per-gpu=10" in lines  # CleanRL's default GPU
+    assert "#SBATCH --array=0-5" in lines and "#SBATCH --nodes=2" in lines and "#SBATCH --ntasks=1" in lines
+    assert "env_ids=(CartPole-v1 '; touch pwned')\nseeds=(1 2 3)\n" in result.stdout
+    assert "/ 3]}" in result.stdout and "% 3]}" in result.stdout
+    assert "srun python cleanrl/ppo.py --x 'a b' --env-id $env_id" in result.stdout
+    # CleanRL's defaults: 1 GPU per task, 50 CPUs in all; ceil(50 / (2 GPUs x 3 tasks)) = 9 CPUs per GPU
+    result = runner("--slurm-template-path", template, "--slurm-gpus-per-task", 2, "--slurm-ntasks", 3, cwd=tmp_path)
+    check_ok(result)
+    assert "#SBATCH --cpus-per-gpu=9" in sbatch_lines(result.stdout) and "{{" not in result.stdout
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cleanrl.slurm_template"]
+
+
+def test_a_cleanrl_template_without_gpus_says_what_to_write(tmp_path):
+    template = tmp_path / "cleanrl.slurm_template"
+    template.write_text(CLEANRL_TEMPLATE)
+    result = runner("--slurm-template-path", template, "--slurm-gpus-per-task", 0, cwd=tmp_path)
+    assert result.returncode == 2 and result.stdout == "" and len(result.stderr.splitlines()) == 1
+    assert "{{cpus_per_gpu}} needs GPUs" in result.stderr and "--cpus-per-task={{cpus_per_task}}" in result.stderr
+
+
+def test_a_cleanrl_template_indexes_env_major(tmp_path):
+    work = tmp_path / "work"
+    work.mkdir()
+    template = tmp_path / "cleanrl.slurm_template"
+    template.write_text(CPU_ONLY_CLEANRL_TEMPLATE)
+    env_ids = ["A-v0", "$HOME", "it's", ";x"]  # the template expands $env_id unquoted: ids without blanks
+    command = shlex.join([sys.executable, "-c", ECHO_ARGV, *HOSTILE])
+    result = runner("--env-ids", *env_ids, "--num-seeds", 2, "--command", command, "--slurm-template-path", template,
+                    cwd=tmp_path)  # fmt: skip
+    check_ok(result)
+    (tmp_path / "job.sh").write_text(result.stdout)
+    env = script_env() | {"PATH": fake_srun_path(tmp_path)}
+    for index in range(8):
+        job = subprocess.run(["bash", str(tmp_path / "job.sh")], cwd=work, env=env | {"SLURM_ARRAY_TASK_ID": str(index)},
+                             capture_output=True, text=True, timeout=60)  # fmt: skip
+        check_ok(job)
+        env_id, seed = env_ids[index // 2], 1 + index % 2
+        assert job.stdout.splitlines()[0] == f"task {index}: {env_id} seed {seed}"
+        assert json.loads(job.stdout.splitlines()[1]) == [*HOSTILE, "--env-id", env_id, "--seed", str(seed)]
+    assert list(work.iterdir()) == [] and not list(tmp_path.glob("pwned*"))
+
+
+def test_a_cleanrl_template_runs_real_trainings_on_a_slurm_cluster(slurm_cluster, tmp_path):
+    # its output goes to slurm/logs/, which the runner creates (sbatch does not; the job would fail unseen)
+    template = tmp_path / "cleanrl.slurm_template"
+    template.write_text(CPU_ONLY_CLEANRL_TEMPLATE)
+    command = f"{shlex.quote(sys.executable)} {REPO / 'cleanrl' / 'ppo.py'} --total-timesteps 128 --num-envs 1 --num-steps 64"
+    flags = ["--command", command, "--num-seeds", 2, "--workers", 2, "--slurm-template-path", template]
+    result = runner("--env-ids", "CartPole-v1", *flags, cwd=tmp_path, env=slurm_cluster)
+    check_ok(result)
+    job_id = re.match(r"submitted Slurm job array (\d+): 2 runs, 2 at a time\n", result.stdout).group(1)
+    assert "  array task 0: CartPole-v1 seed 1\n  array task 1: CartPole-v1 seed 2\n" in result.stdout
+
+    def finished():
+        runs = list((tmp_path / "runs").glob("CartPole-v1__ppo__*__*/events.out.tfevents.*"))
+        squeue = ["squeue", "-h", "-j", job_id]
+        going = subprocess.run(squeue, env=slurm_cluster, capture_output=True, text=True, timeout=30).stdout.strip()
+        return runs if len(runs) == 2 and not going else None
+
+    wait_for(finished, 180, step=1)
+    outs = sorted((tmp_path / "slurm" / "logs").glob("cleanrl-style_*.out"))
+    assert len(outs) == 2, outs
+    assert {out.read_text().splitlines()[0] for out in outs} == {"task 0: CartPole-v1 seed 1", "task 1: CartPole-v1 seed 2"}
+    assert sorted(p.name.split("__")[2] for p in (tmp_path / "runs").iterdir()) == ["1", "2"]

@@ -423,3 +423,54 @@ def test_tiny_ppo_study_on_two_envs(tmp_path):
     best = study.best_trial
     assert f"best trial {best.number}: value {best.value:.4f} (maximize)" in result.stdout
     assert f"--learning-rate={best.params['learning-rate']}" in result.stdout.splitlines()[-1]
+
+
+def test_cleanrl_s_documented_form_runs_with_a_wandb_run_per_trial(tmp_path, monkeypatch):
+    # CleanRL's docs: Tuner(script=..., metric=..., target_scores={env: [min, max]}, params_fn with fixed values,
+    # pruner, sampler, wandb_kwargs), then tune(num_trials=..., num_seeds=...)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    tuner = Tuner(
+        script=str(FAKE),
+        metric="charts/episodic_return",
+        metric_last_n_average_window=50,
+        direction="maximize",
+        aggregation_type="average",
+        target_scores={"A-v0": [0, 100], "B-v0": [-100, 0]},
+        params_fn=lambda trial: {"x": trial.suggest_float("x", 0, 1), "points": 5},
+        pruner=optuna.pruners.MedianPruner(n_startup_trials=5),
+        sampler=optuna.samplers.TPESampler(seed=1),
+        wandb_kwargs={"project": "cleanrl-tuner-test"},
+        out=io.StringIO(),
+    )
+    assert tuner.words == [sys.executable, str(FAKE)] and tuner.study_name.startswith("tuner_")  # "" is a new study
+    study = tuner.tune(num_trials=2, num_seeds=1)
+    assert [t.state for t in study.trials] == [TrialState.COMPLETE] * 2
+    runs = sorted((tmp_path / "wandb").glob("offline-run-*"))
+    assert len(runs) == 2  # one W&B run per trial
+    for run in runs:  # the offline run's record holds the logged keys and the trial's parameters
+        record = next(run.glob("*.wandb")).read_bytes()
+        assert all(key in record for key in (b"aggregated_normalized_score", b"A-v0_return", b"B-v0_return", b"points"))
+
+
+def test_command_and_script_are_one_argument():
+    with pytest.raises(ValueError, match="not both"):
+        Tuner(fake_command(), {"A-v0": None}, lambda t: {}, script=str(FAKE))
+    with pytest.raises(ValueError, match="command= or as script="):
+        Tuner(target_scores={"A-v0": None}, params_fn=lambda t: {})
+
+
+@pytest.mark.parametrize("one_thread, preset, expected", [(True, None, "1"), (False, None, "None"), (True, "3", "3")])
+def test_each_run_gets_one_thread_unless_the_user_chose(tmp_path, monkeypatch, one_thread, preset, expected):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("XLA_FLAGS", raising=False)
+    if preset is None:
+        monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    else:
+        monkeypatch.setenv("OMP_NUM_THREADS", preset)
+    tuner = Tuner(fake_command(), {"A-v0": None}, lambda t: {}, storage=None, one_thread=one_thread, out=io.StringIO())
+    tuner.tune(num_trials=1, num_seeds=1)
+    log = (tmp_path / "tuner_logs" / f"{tuner.study_name}-trial0" / "A-v0__1.log").read_text()
+    assert f"OMP_NUM_THREADS={expected} " in log
+    assert ("xla_cpu_multi_thread_eigen=false" in log) == (expected == "1")
