@@ -14,18 +14,26 @@ from cleanrl_utils.report import (
     ReportError,
     aggregates,
     bootstrap_band,
+    budget_of,
+    build,
     common_grid,
     find_runs,
+    finish_step,
+    format_budget,
     format_duration,
     format_steps,
+    in_budget_range,
     load_run,
     main,
     markdown_table,
     normalized_scores,
+    read_hyperparameters,
     read_normalization,
     read_reference,
     read_scalars,
     reference_for,
+    round_significant,
+    select_runs,
     smooth,
     summarize,
 )
@@ -33,14 +41,17 @@ from cleanrl_utils.report import (
 PNG = b"\x89PNG\r\n\x1a\n"
 
 
-def write_run(runs_dir, name, returns, sps=1000.0, start=1000.0, end=None):
-    """Episode i ends at step 10 (i + 1), wall time start + 10 i; SPS is logged once, at `end`
-    (default start + 100), which makes the run's runtime end - start."""
+def write_run(runs_dir, name, returns, sps=1000.0, start=1000.0, end=None, step=10, args=None):
+    """Episode i ends at step `step` (i + 1), wall time start + 10 i; SPS is logged once, at `end`
+    (default start + 100), which makes the run's runtime end - start. With `args` (a dict), the run also
+    gets the "hyperparameters" text the scripts write: `|param|value|` table, a `|name|value|` row per arg."""
     writer = SummaryWriter(str(runs_dir / name))
+    if args is not None:
+        writer.add_text("hyperparameters", "|param|value|\n|-|-|\n" + "\n".join(f"|{k}|{v}|" for k, v in args.items()))
     for i, r in enumerate(returns):
-        writer.add_scalar("charts/episodic_return", r, 10 * (i + 1), walltime=start + 10 * i)
+        writer.add_scalar("charts/episodic_return", r, step * (i + 1), walltime=start + 10 * i)
     if sps is not None:
-        writer.add_scalar("charts/SPS", sps, 10 * len(returns), walltime=start + 100 if end is None else end)
+        writer.add_scalar("charts/SPS", sps, step * len(returns), walltime=start + 100 if end is None else end)
     writer.close()
 
 
@@ -243,6 +254,183 @@ def test_several_runs_dirs_are_merged_once_each(runs_dir, tmp_path, capsys):
     assert sorted(p.name for p in (tmp_path / "o").iterdir()) == ["Acrobot-v1.png", "CartPole-v1.png", "report.md"]
 
 
+def budget_args(total_timesteps, **more):
+    """The args a script logs, as far as the report reads them."""
+    return {"exp_name": "x", "seed": 1, "hf_entity": "", "total_timesteps": total_timesteps, **more}
+
+
+def test_read_hyperparameters_as_the_scripts_write_them(tmp_path):
+    write_run(tmp_path, "CartPole-v1__ppo__1__100", [1, 2], args=budget_args(2000, note="a|b", num_iterations=3))
+    args = read_hyperparameters(str(tmp_path / "CartPole-v1__ppo__1__100"))
+    assert args == budget_args("2000", seed="1", note="a|b", num_iterations="3")  # text; a value may hold "|"
+    write_run(tmp_path, "CartPole-v1__ppo__2__100", [1, 2])
+    assert read_hyperparameters(str(tmp_path / "CartPole-v1__ppo__2__100")) == {}
+
+
+def test_budget_and_finish_step_rules():
+    assert budget_of({"total_timesteps": "2000"}, 1536) == (2000, True)
+    assert budget_of({}, 19968) == (20000, False)  # no args: the last logged step to 2 significant figures
+    assert budget_of({"total_timesteps": "None"}, 0) == (0, False)
+    assert [round_significant(n) for n in (0, 40, 1536, 19968, 499_712, 10_450)] == [0, 40, 1500, 20000, 500_000, 10_000]
+    assert finish_step(100_000, {}) == 95_000  # the last 5% may go unlogged
+    # on-policy scripts end at whole iterations: 2000 steps in 512-step batches end at 3 x 512 = 1536
+    assert finish_step(2000, {"num_iterations": "3", "batch_size": "512"}) == 1536
+    assert finish_step(1_000_000, {"num_iterations": "1953", "batch_size": "512"}) == 950_000
+    assert [format_budget(n) for n in (20_000, 1500, 20_480)] == ["20k", "1.5k", "20,480"]  # never two budgets alike
+    assert format_budget(20_000, known=False) == "~20k"
+
+
+def test_a_real_script_run_is_read_with_its_budget(tmp_path):
+    """ppo.py with --total-timesteps 2000 runs 3 iterations of 512 steps: its last step is 1536, and it is finished."""
+    script = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "cleanrl", "ppo.py")
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    result = subprocess.run([sys.executable, script, "--total-timesteps", "2000"], cwd=tmp_path, capture_output=True, env=env)
+    assert result.returncode == 0, result.stderr.decode()[-2000:]
+    (run,) = find_runs(str(tmp_path / "runs"))
+    data = load_run(run)
+    assert (data.budget, data.budget_known, data.last_step, data.finished) == (2000, True, 1536, True)
+    assert read_hyperparameters(run.path)["batch_size"] == "512"
+
+
+@pytest.fixture
+def budgets_dir(tmp_path):
+    """ppo on CartPole at 20k steps (seeds 1, 2) and 30k steps (seed 1), each reaching its budget; dqn at 20k only."""
+    runs = tmp_path / "budgets"
+    write_run(runs, "CartPole-v1__ppo__1__100", [10, 20], step=10_000, args=budget_args(20_000))
+    write_run(runs, "CartPole-v1__ppo__2__101", [30, 40], step=10_000, args=budget_args(20_000))
+    write_run(runs, "CartPole-v1__ppo__1__102", [100, 200], step=15_000, args=budget_args(30_000))
+    write_run(runs, "CartPole-v1__dqn__1__103", [7, 9], step=10_000, args=budget_args(20_000))
+    write_run(runs, "Acrobot-v1__ppo__1__104", [-90, -80], step=10_000, args=budget_args(20_000))
+    return runs
+
+
+def report_of(*argv):
+    """build() on command-line arguments: (report.md text, rows, notes); nothing is written."""
+    text, _, rows, _, notes = build(tyro.cli(Args, args=[str(a) for a in argv]))
+    return text, rows, notes
+
+
+def test_runs_of_different_budgets_are_kept_apart(budgets_dir, tmp_path):
+    rows = rows_of(budgets_dir, last_episodes=2)
+    assert [(r["label"], r["env_id"], r["budget"], r["seeds"]) for r in rows] == [
+        ("dqn", "CartPole-v1", 20_000, [1]),
+        ("ppo", "Acrobot-v1", 20_000, [1]),  # one budget on Acrobot: the plain exp_name
+        ("ppo (20k steps)", "CartPole-v1", 20_000, [1, 2]),
+        ("ppo (30k steps)", "CartPole-v1", 30_000, [1]),
+    ]
+    scores = normalized_scores(rows, {"CartPole-v1": (0, 100), "Acrobot-v1": (-100, 0)})
+    assert sorted(scores) == ["dqn", "ppo", "ppo (20k steps)", "ppo (30k steps)"]
+    assert scores["ppo (30k steps)"]["CartPole-v1"].tolist() == [1.5]
+
+    out = tmp_path / "o"
+    main(tyro.cli(Args, args=[str(budgets_dir), "--out", str(out), "--last-episodes", "2", "--reps", "20"]))
+    report = (out / "report.md").read_text()
+    assert "| ppo (20k steps) | CartPole-v1 | 2 | 1, 2 | 25.00 ± 10.00 |" in report
+    assert "| ppo (30k steps) | CartPole-v1 | 1 | 1 | 150.00 ± 0.00 |" in report
+    assert "| ppo | Acrobot-v1 | 1 | 1 |" in report and "| dqn | CartPole-v1 | 1 | 1 |" in report
+    lines = [line for line in report.splitlines() if "different budgets" in line]
+    assert len(lines) == 1 and lines[0].endswith("are kept apart: ppo on CartPole-v1 (20k, 30k steps).")
+    assert "Not finished" not in report and "more than once" not in report and "logged no `total_timesteps`" not in report
+    assert (out / "CartPole-v1.png").read_bytes()[:8] == PNG
+
+
+def test_runs_without_args_get_their_last_step_as_budget(tmp_path):
+    runs = tmp_path / "runs"
+    write_run(runs, "CartPole-v1__ppo__1__100", [1, 2], step=9_984)  # ends at 19,968: ~20k
+    write_run(runs, "CartPole-v1__ppo__2__101", [3, 4], step=10_000)  # ends at 20,000: ~20k
+    write_run(runs, "CartPole-v1__ppo__3__102", [5, 6], step=5_000)  # ends at 10,000: kept apart, not judged unfinished
+    text, rows, _ = report_of(runs, "--out", tmp_path / "o", "--last-episodes", "1")
+    assert [(r["label"], r["seeds"], r["budget_known"]) for r in rows] == [
+        ("ppo (~10k steps)", [3], False),
+        ("ppo (~20k steps)", [1, 2], False),
+    ]
+    assert "3 runs logged no `total_timesteps`" in text and "Not finished" not in text
+
+
+def unfinished_dir(tmp_path):
+    runs = tmp_path / "unfinished"
+    write_run(runs, "CartPole-v1__ppo__1__100", [10, 20], step=10_000, args=budget_args(20_000))
+    write_run(runs, "CartPole-v1__ppo__2__101", [30, 40], step=9_600, args=budget_args(20_000))  # 19,200: within 5%
+    write_run(runs, "CartPole-v1__ppo__3__102", [500, 600], step=6_000, args=budget_args(20_000))  # 12,000: stopped
+    # on-policy: 3 iterations of 6,144 steps end at 18,432, short of 95% but the whole iterations it planned
+    write_run(runs, "CartPole-v1__ppo__4__103", [50], step=18_432, args=budget_args(20_000, num_iterations=3, batch_size=6144))
+    # stopped at 4,000, but eval/ scalars (or a saved model) are written only after the training loop
+    write_run(runs, "CartPole-v1__ppo__5__104", [60], step=4_000, args=budget_args(20_000))
+    writer = SummaryWriter(str(runs / "CartPole-v1__ppo__5__104"))
+    writer.add_scalar("eval/episodic_return", 70, 0)
+    writer.close()
+    write_run(runs, "CartPole-v1__ppo__6__105", [70], step=4_000, args=budget_args(20_000))
+    (runs / "CartPole-v1__ppo__6__105" / "ppo.cleanrl_model").write_bytes(b"")
+    return runs
+
+
+def test_unfinished_runs_are_listed_and_left_out(tmp_path):
+    runs = unfinished_dir(tmp_path)
+    assert [load_run(r).finished for r in find_runs(str(runs))] == [True, True, False, True, True, True]
+    text, rows, notes = report_of(runs, "--out", tmp_path / "o", "--last-episodes", "1")
+    assert [(r["label"], r["seeds"]) for r in rows] == [("ppo", [1, 2, 4, 5, 6])]
+    assert "## Not finished" in text and "left out of the table" in text
+    assert "- `CartPole-v1__ppo__3__102`: step 12,000 of 20,000 (60%)" in text
+    assert notes == ["left out 1 unfinished run (listed in report.md; --include-unfinished counts them)"]
+
+    text, rows, notes = report_of(runs, "--out", tmp_path / "o", "--last-episodes", "1", "--include-unfinished")
+    assert rows[0]["seeds"] == [1, 2, 3, 4, 5, 6] and rows[0]["finished"] == [True, True, False, True, True, True]
+    assert "| ppo | CartPole-v1 | 6 | 1, 2, 3 (unfinished), 4, 5, 6 |" in text
+    assert "- `CartPole-v1__ppo__3__102`: step 12,000 of 20,000 (60%)" in text and 'marked "(unfinished)"' in text
+    assert notes == []
+
+
+def test_a_seed_run_twice_is_reported_and_counted_once(budgets_dir, tmp_path):
+    write_run(budgets_dir, "CartPole-v1__ppo__1__200", [90, 90], step=10_000, args=budget_args(20_000))  # a rerun of seed 1
+    write_run(budgets_dir, "CartPole-v1__ppo__1__150", [80, 80], step=10_000, args=budget_args(20_000))  # and another
+    text, rows, notes = report_of(budgets_dir, "--out", tmp_path / "o", "--last-episodes", "2")
+    row = next(r for r in rows if r["label"] == "ppo (20k steps)")
+    assert row["seeds"] == [1, 2] and row["names"] == ["CartPole-v1__ppo__1__200", "CartPole-v1__ppo__2__101"]
+    assert row["finals"].tolist() == [90, 35]
+    assert "## Seeds that ran more than once" in text
+    assert (
+        "- ppo on CartPole-v1 at 20k steps, seed 1: used `CartPole-v1__ppo__1__200`; "
+        "left out `CartPole-v1__ppo__1__150`, `CartPole-v1__ppo__1__100`" in text
+    )
+    assert "30k" not in text.split("## Seeds that ran more than once")[1]  # seed 1 at 30k steps is another group
+    assert notes == [
+        "1 seed ran more than once in a group: counted the newest run of each "
+        "(listed in report.md; --keep-duplicates counts all)"
+    ]
+
+    text, rows, notes = report_of(budgets_dir, "--out", tmp_path / "o", "--last-episodes", "2", "--keep-duplicates")
+    row = next(r for r in rows if r["label"] == "ppo (20k steps)")
+    assert row["seeds"] == [1, 1, 1, 2] and row["finals"].tolist() == [15, 80, 90, 35]
+    assert "| ppo (20k steps) | CartPole-v1 | 4 | 1, 1, 1, 2 |" in text and "(`--keep-duplicates`)" in text
+    assert "all counted, also `CartPole-v1__ppo__1__150`, `CartPole-v1__ppo__1__100`" in text and notes == []
+
+
+def test_a_copy_in_a_second_runs_dir_is_a_duplicate(budgets_dir, tmp_path):
+    copy = tmp_path / "copy"
+    write_run(copy, "CartPole-v1__dqn__1__103", [7, 9], step=10_000, args=budget_args(20_000))
+    data = [load_run(r) for r in find_runs(str(budgets_dir)) + find_runs(str(copy))]
+    counted, unfinished, duplicates = select_runs(data)
+    assert unfinished == [] and len(counted) == len(data) - 1
+    ((newest, others),) = duplicates
+    assert newest.run.path == str(copy / "CartPole-v1__dqn__1__103")  # same time suffix: the later path
+    assert [d.run.path for d in others] == [str(budgets_dir / "CartPole-v1__dqn__1__103")]
+    assert len(select_runs(data, keep_duplicates=True)[0]) == len(data)
+
+
+def test_filters_by_name_and_budget(budgets_dir, tmp_path):
+    out = tmp_path / "o"
+    text, rows, _ = report_of(budgets_dir, "--out", out, "--filter", "__ppo__")
+    assert {r["exp_name"] for r in rows} == {"ppo"} and "Only runs whose folder name matches `__ppo__`." in text
+    text, rows, _ = report_of(budgets_dir, "--out", out, "--filter", "^CartPole-v1__", "--min-steps", "25000")
+    assert [(r["label"], r["budget"]) for r in rows] == [("ppo", 30_000)]  # one budget left: no budget in the name
+    assert "whose folder name matches `^CartPole-v1__` and whose budget is at least 25,000 steps" in text
+    _, rows, _ = report_of(budgets_dir, "--out", out, "--max-steps", "20000")
+    assert {r["budget"] for r in rows} == {20_000} and len(rows) == 3
+    text, rows, _ = report_of(budgets_dir, "--out", out, "--min-steps", "20000", "--max-steps", "30000")
+    assert len(rows) == 4 and "whose budget is 20,000 to 30,000 steps" in text
+    assert in_budget_range(5, None, None) and in_budget_range(5, 5, 5) and not in_budget_range(5, 6, None)
+
+
 REFUSALS = [
     (["missing", "--out", "o"], "no such folder 'missing'"),
     (["--out", "o"], "name at least one RUNS_DIR"),
@@ -255,6 +443,13 @@ REFUSALS = [
     (["started", "--out", "o"], "has logged charts/episodic_return yet"),
     (["RUNS", "--out", "o", "--normalization", "nope.csv"], "--normalization 'nope.csv' is not a file"),
     (["RUNS", "--out", "o", "--reference", "nope.csv"], "--reference 'nope.csv' is not a file"),
+    (["RUNS", "--out", "o", "--filter", "(ppo"], "--filter '(ppo' is not a regular expression (missing ), unterminated"),
+    (["RUNS", "--out", "o", "--min-steps", "50", "--max-steps", "10"], "--min-steps 50 is above --max-steps 10"),
+    (["RUNS", "--out", "o", "--min-steps", "-1"], "--min-steps must not be negative, got -1"),
+    (["RUNS", "--out", "o", "--max-steps", "-5"], "--max-steps must not be negative, got -5"),
+    (["RUNS", "--out", "o", "--filter", "__dqn__"], "none of the 6 runs in"),
+    (["RUNS", "--out", "o", "--min-steps", "1000"], "is one whose budget is at least 1,000 steps"),
+    (["stopped", "--out", "o"], "no run has finished: 1 stopped short of their budget (e.g. CartPole-v1__ppo__1__100 at step"),
 ]
 BAD_NORMALIZATION = [
     ("env_id,low,high\nCartPole-v1,0,1\n", "needs the header columns env_id,min,max; missing min, max"),
@@ -294,6 +489,7 @@ def test_bad_input_exits_2_with_one_line_and_writes_nothing(args, message, csv_t
     (tmp_path / "empty").mkdir()
     (tmp_path / "afile").write_text("")
     SummaryWriter(str(tmp_path / "started" / "CartPole-v1__ppo__1__100")).close()
+    write_run(tmp_path / "stopped", "CartPole-v1__ppo__1__100", [1, 2], args={"total_timesteps": 1000})
     if csv_text is not None:
         (tmp_path / "bad.csv").write_bytes(csv_text if isinstance(csv_text, bytes) else csv_text.encode())
     args = [str(runs_dir) if a == "RUNS" else a for a in args]
