@@ -3,16 +3,22 @@
     python -m cleanrl_utils.enjoy --exp-name dqn --model-path runs/CartPole-v1__dqn__1__1700000000/dqn.cleanrl_model
     python -m cleanrl_utils.enjoy --exp-name ppo_atari --model-path PATH --capture-video --eval-episodes 3
     python -m cleanrl_utils.enjoy --exp-name ppo --hf-repository ORG/CartPole-v1-ppo-seed1
+    python -m cleanrl_utils.enjoy --exp-name dqn --env-id CartPole-v1   # the Hub's cleanrl/CartPole-v1-dqn-seed1
+    python enjoy.py --exp-name dqn_atari --env BreakoutNoFrameskip-v4 --eval-episodes 1   # in cleanrl_utils/
 
-`--exp-name` names the script (`cleanrl/{exp_name}.py`; by default the one that saved the checkpoint, from
-the `exp_name` stored in it; a checkpoint saved by another script is refused); it is imported, which runs only its top-level
+`--exp-name` names the script (`cleanrl/{exp_name}.py`, found beside this package whatever the working directory;
+by default the one that saved the checkpoint, from the `exp_name` stored in it; a checkpoint saved by another
+script is refused); it is imported, which runs only its top-level
 definitions (its training sits under `if __name__ == "__main__":`), and its `evaluate` function plays
-the saved model for `--eval-episodes` episodes on the env the checkpoint was trained on (`--env-id`,
-when given, must match it). Videos, with `--capture-video`, go to `videos/{run_name}-eval/` (on the
+the saved model for `--eval-episodes` episodes on the env the checkpoint was trained on (`--env-id`, or
+`--env`, when given, must match it). Videos, with `--capture-video`, go to `videos/{run_name}-eval/` (on the
 scripts' RecordVideo schedule: episodes 0, 1, 8, 27, 64, ...).
-The checkpoint comes from `--model-path` or, with `--hf-repository`, from a Hub repository that the
-script's `--upload-model` pushed (its `{exp_name}.cleanrl_model` is downloaded into the huggingface_hub
-cache; HF_ENDPOINT points at another Hub, HF_TOKEN or `hf auth login` gives access to private ones).
+The checkpoint comes from `--model-path` or from a Hub repository that a script's `--upload-model` pushed:
+`--hf-repository`, or without either, as upstream CleanRL's enjoy, the repository a run of `--exp-name` on
+`--env-id` with `--seed` pushed to `--hf-entity` (`{hf_entity}/{env_id}-{exp_name}-seed{seed}`, a '/' in the env id
+written as '-', cleanrl_utils/huggingface.py's name). Its `{exp_name}.cleanrl_model` is downloaded into the
+huggingface_hub cache (HF_ENDPOINT points at another Hub, HF_TOKEN or `hf auth login` gives access to private
+ones, and with HF_HUB_OFFLINE=1 only the cache is read). It also runs as a file: `python cleanrl_utils/enjoy.py`.
 """
 
 from __future__ import annotations
@@ -26,9 +32,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Optional
+from typing import Annotated, Optional
 
 import numpy as np
+import tyro
 
 SCRIPTS = Path(__file__).resolve().parents[1] / "cleanrl"
 
@@ -36,14 +43,19 @@ SCRIPTS = Path(__file__).resolve().parents[1] / "cleanrl"
 @dataclass
 class Args:
     exp_name: Optional[str] = None
-    """the script whose networks and evaluation are used, cleanrl/{exp_name}.py (None: the script that saved the
-    checkpoint, from its stored args; needed with --hf-repository, where it also names the file)"""
-    env_id: Optional[str] = None
-    """the env to evaluate on; must be the one the model was trained on (None: the checkpoint's)"""
+    """the script whose networks and evaluation are used, cleanrl/{exp_name}.py (None: the script that saved the checkpoint,
+    from its stored args; needed to download one, where it also names the file {exp_name}.cleanrl_model)"""
+    env_id: Annotated[Optional[str], tyro.conf.arg(aliases=("--env",))] = None
+    """the env to evaluate on; must be the one the model was trained on (None: the checkpoint's); --env is the same"""
     model_path: Optional[str] = None
     """a checkpoint written by the script's --save-model"""
     hf_repository: Optional[str] = None
-    """instead of --model-path: a Hugging Face Hub repository (ORG/NAME) the script's --upload-model pushed to"""
+    """instead of --model-path: a Hugging Face Hub repository (ORG/NAME) the script's --upload-model pushed to (without
+    either: the default repository, {hf_entity}/{env_id}-{exp_name}-seed{seed}, which needs --exp-name and --env-id)"""
+    hf_entity: str = "cleanrl"
+    """the user or org of the default Hub repository, {hf_entity}/{env_id}-{exp_name}-seed{seed}"""
+    seed: int = 1
+    """the training seed in the default Hub repository's name (the evaluation seeds from the checkpoint's own)"""
     eval_episodes: int = 10
     """how many episodes to play"""
     capture_video: bool = False
@@ -112,9 +124,19 @@ def read_checkpoint(model_path: str) -> dict:
     return checkpoint
 
 
-def download_model(repo_id: str, exp_name: str) -> str:
+def default_repository(args: Args) -> str:
+    """The Hub repository a run of `--exp-name` on `--env-id` with `--seed` pushes to under `--hf-entity`
+    (`{hf_entity}/{env_id}-{exp_name}-seed{seed}`, a '/' in the env id written as '-'): the scripts' --upload-model
+    name, from cleanrl_utils/huggingface.py, and upstream CleanRL's."""
+    from cleanrl_utils.huggingface import repo_id
+
+    return repo_id(args, args.hf_entity)
+
+
+def download_model(repo_id: str, exp_name: str, named: Optional[str] = None) -> str:
     """Downloads `{exp_name}.cleanrl_model` from the Hub repository `repo_id` (or finds it in the huggingface_hub
-    cache) and returns its local path. Raises ValueError with a one-line reason when it cannot."""
+    cache) and returns its local path. `named` says where the name came from in messages (default: --hf-repository).
+    Raises ValueError with a one-line reason, naming the repository, when it cannot."""
     from huggingface_hub import constants, hf_hub_download
     from huggingface_hub.errors import (
         EntryNotFoundError,
@@ -129,20 +151,23 @@ def download_model(repo_id: str, exp_name: str) -> str:
     # huggingface_hub retries an unreachable Hub for about 20 s, logging each try; the outcome is one line here
     hf_logging.set_verbosity_error()
     filename = f"{exp_name}.cleanrl_model"
+    named = named or f"--hf-repository {repo_id!r}"
     try:
         validate_repo_id(repo_id)
     except HFValidationError as e:
-        raise ValueError(f"--hf-repository {repo_id!r} is not a Hub repository id ({e})") from e
+        raise ValueError(f"{named} is not a Hub repository id ({e})") from e
     print(f"downloading {filename} from {constants.ENDPOINT}/{repo_id}", flush=True)
     try:
         return hf_hub_download(repo_id, filename)
     except HFValidationError as e:
-        raise ValueError(f"--hf-repository {repo_id!r} is not a Hub repository id ({e})") from e
+        raise ValueError(f"{named} is not a Hub repository id ({e})") from e
     except RepositoryNotFoundError as e:  # private repositories answer the same without the right token
         raise ValueError(f"no model repository {repo_id} on {constants.ENDPOINT} (or it is private: set HF_TOKEN)") from e
     except RevisionNotFoundError as e:
         raise ValueError(f"{repo_id} on {constants.ENDPOINT} has no main branch") from e
-    except LocalEntryNotFoundError as e:  # the Hub did not answer and the file is not in the cache
+    except LocalEntryNotFoundError as e:  # offline, or the Hub did not answer, and the file is not in the cache
+        if constants.HF_HUB_OFFLINE:
+            raise ValueError(f"HF_HUB_OFFLINE is set and {repo_id}/{filename} is not in the huggingface_hub cache") from e
         raise ValueError(f"cannot reach the Hub at {constants.ENDPOINT} to download {repo_id}/{filename}") from e
     except EntryNotFoundError as e:
         raise ValueError(f"{repo_id} has no {filename}; was it pushed by {exp_name}.py --upload-model?") from e
@@ -152,21 +177,31 @@ def download_model(repo_id: str, exp_name: str) -> str:
 
 
 def validation_error(args: Args) -> Optional[str]:
-    """The first problem with the command-line values as one line, or None. With --hf-repository, downloads
-    the checkpoint and sets `args.model_path` to the local copy; without --exp-name, sets it to the script
-    that saved the checkpoint."""
+    """The first problem with the command-line values as one line, or None. With --hf-repository, or with neither
+    it nor --model-path (the default repository, `default_repository`), downloads the checkpoint and sets
+    `args.model_path` to the local copy; without --exp-name, sets it to the script that saved the checkpoint."""
     scripts = scripts_that_evaluate()
     if args.exp_name is not None and args.exp_name not in scripts:
         return f"--exp-name {args.exp_name!r} is not a script that evaluates; choose from {', '.join(scripts)}"
-    if (args.model_path is None) == (args.hf_repository is None):
+    if args.model_path is not None and args.hf_repository is not None:
         return "give the model to evaluate with exactly one of --model-path and --hf-repository"
+    if args.model_path is None and args.hf_repository is None and (args.exp_name is None or args.env_id is None):
+        return (
+            "give the model to evaluate with --model-path, --hf-repository, or --exp-name and --env-id (the Hub "
+            "repository {hf_entity}/{env_id}-{exp_name}-seed{seed}, --hf-entity cleanrl and --seed 1 by default)"
+        )
     if args.eval_episodes < 1:
         return f"--eval-episodes must be at least 1, got {args.eval_episodes}"
-    if args.hf_repository is not None:
-        if args.exp_name is None:
-            return "--hf-repository needs --exp-name: the script, which also names the file {exp_name}.cleanrl_model"
+    if args.model_path is None:
+        if args.hf_repository is not None:
+            if args.exp_name is None:
+                return "--hf-repository needs --exp-name: the script, which also names the file {exp_name}.cleanrl_model"
+            repository, named = args.hf_repository, None
+        else:
+            repository = default_repository(args)
+            named = f"the repository {repository!r} (--hf-entity/{{env_id}}-{{exp_name}}-seed{{seed}})"
         try:
-            args.model_path = download_model(args.hf_repository, args.exp_name)
+            args.model_path = download_model(repository, args.exp_name, named)
         except ValueError as e:
             return str(e)
     try:
@@ -245,8 +280,10 @@ def main(args: Args) -> list[float]:
     for i, episodic_return in enumerate(returns):
         print(f"episode {i}: return {episodic_return:.2f}")
     if len(returns) < args.eval_episodes:  # the scripts stop an evaluation at an episode that runs 100,000 steps
-        print(f"enjoy: warning: evaluation episode {len(returns) + 1} did not end in 100,000 steps (does {env_id} have a "
-              f"time limit?); {len(returns)} of {args.eval_episodes} evaluated")
+        print(
+            f"enjoy: warning: evaluation episode {len(returns) + 1} did not end in 100,000 steps (does {env_id} have a "
+            f"time limit?); {len(returns)} of {args.eval_episodes} evaluated"
+        )
         if not returns:  # nothing to report: not a successful evaluation
             sys.exit(1)
     mean = sum(returns) / len(returns)
@@ -259,6 +296,8 @@ def main(args: Args) -> list[float]:
 
 
 if __name__ == "__main__":
-    import tyro
-
+    if not __package__ and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
+        # run as a file (python enjoy.py, python cleanrl_utils/enjoy.py): import this checkout's cleanrl_utils, and
+        # not this folder's modules (report, image, benchmark, ...) as top-level ones
+        sys.path[0] = str(Path(__file__).resolve().parents[1])
     main(tyro.cli(Args))
