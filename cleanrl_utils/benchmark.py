@@ -426,7 +426,7 @@ def slurm_output_dirs(script: str) -> list[str]:
     pattern, to create before sbatch (which does not create them)."""
     dirs = []
     for match in re.finditer(r"^#SBATCH\s+(?:--output=|--error=|-o\s*|-e\s*)(\S+)", script, re.MULTILINE):
-        folder = os.path.dirname(match.group(1).strip('"\''))
+        folder = os.path.dirname(match.group(1).strip("\"'"))
         if folder and "%" not in folder:
             dirs.append(folder)
     return dirs
