@@ -273,6 +273,7 @@ def test_budget_and_finish_step_rules():
     assert budget_of({"total_timesteps": "None"}, 0) == (0, False)
     assert [round_significant(n) for n in (0, 40, 1536, 19968, 499_712, 10_450)] == [0, 40, 1500, 20000, 500_000, 10_000]
     assert finish_step(100_000, {}) == 95_000  # the last 5% may go unlogged
+    assert finish_step(1024, {}, 500) == 524  # or the last episode, for scripts that log only at episode ends
     # on-policy scripts end at whole iterations: 2000 steps in 512-step batches end at 3 x 512 = 1536
     assert finish_step(2000, {"num_iterations": "3", "batch_size": "512"}) == 1536
     assert finish_step(1_000_000, {"num_iterations": "1953", "batch_size": "512"}) == 950_000

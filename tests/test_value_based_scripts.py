@@ -67,8 +67,11 @@ ATARI_SMALL = ["--buffer-size", 100]
     [  # CleanRL's own smoke commands, then one that ends exactly at learning_starts, and one below PQN's first batch
         ("dqn.py", ["--learning-starts", 200, "--total-timesteps", 205], "--learning-starts 200"),
         ("c51.py", ["--save-model", "--learning-starts", 200, "--total-timesteps", 205], "--learning-starts 200"),
-        ("dqn.py", ["--total-timesteps", 201, "--learning-starts", 200, "--train-frequency", 1, "--num-envs", 2],
-         "--learning-starts 200"),
+        (
+            "dqn.py",
+            ["--total-timesteps", 201, "--learning-starts", 200, "--train-frequency", 1, "--num-envs", 2],
+            "--learning-starts 200",
+        ),
         *[(s, ["--total-timesteps", 40, "--learning-starts", 40, *ATARI_SMALL], "--learning-starts 40") for s in ATARI],
         ("pqn.py", ["--total-timesteps", 10], "one batch is 512 steps"),
     ],  # fmt: skip
