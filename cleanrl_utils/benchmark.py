@@ -54,7 +54,8 @@ dropped (so `#SBATCH` lines stay in one block):
     from the command line is put into the script other than as such a quoted word or a number.
 
 CleanRL's templates (e.g. its `benchmark/cleanrl_1gpu.slurm_template`) are rendered as CleanRL renders them:
-a template that uses `{{len_seeds}}` or `{{cpus_per_gpu}}` is one, and in it the array index runs env-major
+a template that uses `{{len_seeds}}` or `{{cpus_per_gpu}}`, writes `{{env_ids}}` or `{{seeds}}` other than
+inside `(...)`, or has `{{nodes}}` alone on a line is one (`is_cleanrl_template`), and in it the array index runs env-major
 (index i is env i // num_seeds, seed i % num_seeds, as its `${env_ids[$SLURM_ARRAY_TASK_ID / {{len_seeds}}]}`
 reads) and
   - `{{env_ids}}`, `{{seeds}}`: a bash array, parentheses included, of the distinct env ids / seeds
@@ -400,8 +401,14 @@ def unknown_placeholders(template: str) -> list[str]:
 
 
 def is_cleanrl_template(template: str) -> bool:
-    """Whether `template` is written for CleanRL's runner (it uses `{{len_seeds}}` or `{{cpus_per_gpu}}`)."""
-    return bool(CLEANRL_PLACEHOLDERS & set(PLACEHOLDER.findall(template)))
+    """Whether `template` is written for CleanRL's runner: it uses `{{len_seeds}}` or `{{cpus_per_gpu}}`, has
+    `{{env_ids}}` or `{{seeds}}` outside bash-array parentheses (CleanRL's render brings its own), or a line
+    that is `{{nodes}}` alone (CleanRL's whole `#SBATCH --nodes` line)."""
+    return bool(
+        CLEANRL_PLACEHOLDERS & set(PLACEHOLDER.findall(template))
+        or re.search(r"(?<!\()\{\{(env_ids|seeds)\}\}", template)
+        or re.search(r"^\s*\{\{nodes\}\}\s*$", template, re.MULTILINE)
+    )
 
 
 def env_major(runs: list[Run]) -> list[Run]:
@@ -645,6 +652,9 @@ def main(args: Args) -> None:
     if args.one_thread:
         env, pin = one_thread_env(env)
         threads = "one thread each" if pin else f"OMP_NUM_THREADS={env['OMP_NUM_THREADS']} as you set it"
+        cpus = len(os.sched_getaffinity(0))
+        if pin and min(args.workers, len(runs)) > cpus:
+            threads += f" (more than the {cpus} CPUs this process may use: runs share them)"
     print(f"{plural(len(runs), 'run')}, {args.workers} at a time, {threads}; logs in {args.log_dir}/", flush=True)
     result = run_pool(runs, args.workers, env, args.progress_interval, pin=pin)
     failed = result.failed(runs)

@@ -639,7 +639,12 @@ class Tuner:
         import wandb
 
         settings = {"name": exp_name, "group": self.study_name, "config": params, "reinit": "create_new"}
-        wandb_run = wandb.init(**(settings | self.wandb_kwargs))
+        try:
+            wandb_run = wandb.init(**(settings | self.wandb_kwargs))
+        except Exception as e:  # no login at a terminal-less start, a bad kwarg: one line, not wandb's traceback
+            first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+            fix = "`wandb login` or WANDB_MODE=offline"
+            raise ValueError(f"wandb_kwargs: W&B cannot start the trial's run ({first}); {fix}") from None
         exit_code = 1
         try:
             value = self.run_seeds(trial, seeds, flags, exp_name, log_dir, wandb_run.log)

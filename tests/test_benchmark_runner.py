@@ -285,3 +285,15 @@ def test_each_run_gets_one_thread_and_a_cpu_of_its_own(tmp_path, case):
         assert f"2 runs, 2 at a time, {expected};" in result.stdout
         assert all(f"OMP_NUM_THREADS={'3' if case == 'user-set' else None} XLA_FLAGS=None" in log for log in logs)
         assert cpus == [f"cpus={','.join(map(str, mine))}"] * 2
+
+
+def test_more_workers_than_cpus_are_named_in_the_header(tmp_path):
+    cpus = len(os.sched_getaffinity(0))
+    env_ids = [f"E{i}-v0" for i in range(cpus + 1)]
+    env = {k: v for k, v in script_env().items() if k not in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "XLA_FLAGS")}
+    command = shlex.join([sys.executable, "-c", FAKE])
+    args = ["--env-ids", *env_ids, "--command", command, "--num-seeds", 1, "--workers", cpus + 1]
+    result = subprocess.run([sys.executable, "-m", "cleanrl_utils.benchmark", *map(str, args)], cwd=tmp_path,
+                            env=env | {"PYTHONPATH": str(REPO)}, capture_output=True, text=True, timeout=600)  # fmt: skip
+    check_ok(result)
+    assert f"one thread each (more than the {cpus} CPUs this process may use: runs share them)" in result.stdout

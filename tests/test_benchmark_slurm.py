@@ -419,3 +419,17 @@ def test_a_cleanrl_template_runs_real_trainings_on_a_slurm_cluster(slurm_cluster
     assert len(outs) == 2, outs
     assert {out.read_text().splitlines()[0] for out in outs} == {"task 0: CartPole-v1 seed 1", "task 1: CartPole-v1 seed 2"}
     assert sorted(p.name.split("__")[2] for p in (tmp_path / "runs").iterdir()) == ["1", "2"]
+
+
+def test_a_template_with_cleanrl_s_arrays_but_no_len_seeds_is_rendered_as_cleanrl_s(tmp_path):
+    # `env_ids={{env_ids}}` (CleanRL's render brings the parentheses) and a `{{nodes}}` line, indexing hard-coded
+    template = tmp_path / "mine.slurm_template"
+    template.write_text(
+        "#!/bin/bash\n#SBATCH --array={{array}}\n{{nodes}}\nenv_ids={{env_ids}}\nseeds={{seeds}}\n"
+        "env_id=${env_ids[$SLURM_ARRAY_TASK_ID / 3]}\nseed=${seeds[$SLURM_ARRAY_TASK_ID % 3]}\n"
+        "srun {{command}} --env-id $env_id --seed $seed\n"
+    )
+    result = runner("--env-ids", "A-v0", "B-v0", "--num-seeds", 3, "--slurm-nodes", 1, "--command", "python x.py",
+                    "--slurm-template-path", template, cwd=tmp_path)  # fmt: skip
+    check_ok(result)
+    assert "#SBATCH --array=0-5\n#SBATCH --nodes=1\nenv_ids=(A-v0 B-v0)\nseeds=(1 2 3)\n" in result.stdout

@@ -474,3 +474,17 @@ def test_each_run_gets_one_thread_unless_the_user_chose(tmp_path, monkeypatch, o
     log = (tmp_path / "tuner_logs" / f"{tuner.study_name}-trial0" / "A-v0__1.log").read_text()
     assert f"OMP_NUM_THREADS={expected} " in log
     assert ("xla_cpu_multi_thread_eigen=false" in log) == (expected == "1")
+
+
+def test_a_wandb_run_that_cannot_start_is_one_line(tmp_path, monkeypatch):
+    import wandb
+
+    def no_login(**kwargs):
+        raise wandb.errors.UsageError("api_key not configured (no-tty). call wandb.login(key=[your_api_key])")
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(wandb, "init", no_login)
+    tuner = Tuner(script=str(FAKE), target_scores={"A-v0": None}, params_fn=lambda t: {}, storage=None,
+                  wandb_kwargs={"project": "p"}, out=io.StringIO())  # fmt: skip
+    with pytest.raises(ValueError, match=r"^wandb_kwargs: W&B cannot start the trial's run \(api_key not configured"):
+        tuner.tune(num_trials=1, num_seeds=1)
