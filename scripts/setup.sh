@@ -11,8 +11,11 @@ if ! { [ -x .venv/bin/python ] && .venv/bin/python -m pip --version >/dev/null 2
     rm -rf .venv
     python3 -m venv .venv
 fi
-# torch first and pinned: an unpinned or ranged torch would pull a multi-GB CUDA build
-.venv/bin/python -m pip install --quiet --disable-pip-version-check torch==2.13.0
+# torch first and pinned: an unpinned or ranged torch would pull a multi-GB CUDA build. From the plain package
+# index, torch 2.13.0 on Linux x86_64 is the CUDA build; TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu
+# takes the small CPU build instead (where a torch file is already at hand, pip takes that one)
+.venv/bin/python -m pip install --quiet --disable-pip-version-check ${TORCH_INDEX_URL:+--index-url "$TORCH_INDEX_URL"} \
+    torch==2.13.0
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
 # the documentation site's build tools (mkdocs + Material), kept out of the container image's set
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-docs.txt
