@@ -391,6 +391,7 @@ SLURM_PLACEHOLDERS = frozenset(
     | CLEANRL_PLACEHOLDERS
 )
 CLEANRL_DEFAULTS = {"gpus_per_task": 1, "total_cpus": 50}  # CleanRL's --slurm-gpus-per-task, --slurm-total-cpus
+OUR_DEFAULTS = {"gpus_per_task": 0, "total_cpus": 0}  # no GPU line; 1 CPU per task
 SLURM_OUTPUT_UNSAFE = '"\\%\n\r'  # characters that sbatch would read in a double-quoted #SBATCH value
 
 
@@ -622,10 +623,9 @@ def validation_error(args: Args) -> Optional[str]:
 
 def slurm_resources(args: Args, template: str) -> tuple[int, int]:
     """(GPUs per task, total CPUs) of the command line, unset ones at the template's kind's defaults."""
-    cleanrl = is_cleanrl_template(template)
-    gpus = args.slurm_gpus_per_task if args.slurm_gpus_per_task is not None else CLEANRL_DEFAULTS["gpus_per_task"] * cleanrl
-    total = args.slurm_total_cpus if args.slurm_total_cpus is not None else CLEANRL_DEFAULTS["total_cpus"] * cleanrl
-    return gpus, total
+    defaults = CLEANRL_DEFAULTS if is_cleanrl_template(template) else OUR_DEFAULTS
+    gpus, total = args.slurm_gpus_per_task, args.slurm_total_cpus
+    return (defaults["gpus_per_task"] if gpus is None else gpus), (defaults["total_cpus"] if total is None else total)
 
 
 def main(args: Args) -> None:
