@@ -7,10 +7,12 @@ import importlib.util
 import os
 import random
 import re
+import shutil
+import signal
 import sys
 import time
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import gymnasium as gym
 import numpy as np
@@ -83,6 +85,10 @@ class Args:
     """the maximum norm for the gradient clipping"""
     target_kl: float | None = None
     """the target KL divergence threshold (stops the epochs of an update early)"""
+    checkpoint_every: int = 0
+    """save the run to `runs/{run_name}/checkpoint.pt` every this many iterations and at Ctrl-C or SIGTERM (0: never)"""
+    resume: str | None = None
+    """continue the run saved in this run folder or checkpoint file, with its flags (flags given here override them)"""
 
 
 def make_env(env_id, num_envs, capture_video, run_name):
@@ -160,6 +166,8 @@ def validation_error(args, env):
         (not re.fullmatch(r"[\w.-]{1,150}", args.exp_name) or "__" in args.exp_name,
          f"--exp-name {args.exp_name!r} must be a folder name: up to 150 letters, digits, '.', '-' and single '_'"),
         (args.capture_video and not importlib.util.find_spec("moviepy"), "--capture-video needs moviepy: pip install moviepy"),
+        (not os.access(".", os.W_OK) or shutil.disk_usage(".").free < 2**26,
+         f"cannot write runs/ in {os.getcwd()}: the folder is read-only or has under 64 MiB free; start from another"),
     ]  # fmt: skip
     return next((message for failed, message in checks if failed), None)
 
@@ -191,6 +199,13 @@ def evaluate(model_path, eval_episodes, run_name, device, capture_video=False):
 
 if __name__ == "__main__":
     args = tyro.cli(Args)
+    if args.resume:  # the saved run's flags, with those given now on top
+        path = f"{args.resume}/checkpoint.pt" if os.path.isdir(args.resume) else args.resume
+        try:
+            checkpoint = torch.load(path, map_location="cpu", weights_only=False)  # our own file, with NumPy's random state
+            args = tyro.cli(Args, default=Args(**checkpoint["args"]))
+        except Exception as e:
+            exit_if(f"cannot resume from {path}: {e}")
     try:  # unknown ids, missing modules or extras all mean this env cannot be made
         env = gym.make(args.env_id)
     except Exception as e:
@@ -210,16 +225,20 @@ if __name__ == "__main__":
     while os.path.exists(f"runs/{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"):
         run_time += 1  # a run that started in the same second owns that name
     run_name = f"{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"
+    run_name = checkpoint["run_name"] if args.resume else run_name  # a resumed run goes on in its folder and log
     if args.track:
         import wandb
 
-        try:
+        try:  # with no API key, W&B would wait at a login prompt
+            if wandb.setup().settings.mode in ("online", "run", "shared") and not wandb.login(prompt=False):
+                raise RuntimeError("no API key")
             wandb.init(project=args.wandb_project_name, entity=args.wandb_entity, name=run_name, config=vars(args),
-                       sync_tensorboard=True, save_code=True)  # fmt: skip
+                       sync_tensorboard=True, save_code=True, id=checkpoint["wandb_id"] if args.resume else None,
+                       resume="allow")  # fmt: skip
         except Exception as e:  # not logged in, no network, unknown entity: stop before anything is written
             reason = (str(e).splitlines() or [type(e).__name__])[0]
             exit_if(f"--track could not start a W&B run ({reason}); run `wandb login` or set WANDB_MODE=offline")
-    writer = SummaryWriter(f"runs/{run_name}")
+    writer = SummaryWriter(f"runs/{run_name}", purge_step=args.resume and checkpoint["global_step"] + 1)  # drops later steps
     writer.add_text("hyperparameters", "|param|value|\n|-|-|\n" + "\n".join(f"|{k}|{v}|" for k, v in vars(args).items()))
     uploaded_videos = set()  # W&B gets each finished video once (RecordVideo has no W&B hook)
 
@@ -237,10 +256,21 @@ if __name__ == "__main__":
     actions = torch.zeros((args.num_steps, args.num_envs) + envs.single_action_space.shape, dtype=torch.long).to(device)
     logprobs, rewards, dones, terminations, values, final_values = torch.zeros((6, args.num_steps, args.num_envs)).to(device)
 
-    global_step, recent_returns = 0, deque(maxlen=20)
-    start_time = last_print = time.time()
-    next_obs = torch.as_tensor(envs.reset(seed=args.seed)[0], dtype=torch.float32, device=device)
-    for iteration in range(1, args.num_iterations + 1):
+    global_step, start, recent_returns = 0, 1, deque(maxlen=20)
+    if args.resume:  # weights, optimizer, counters and random generators as saved; the envs start new episodes
+        agent.load_state_dict(checkpoint["agent"])
+        optimizer.load_state_dict(checkpoint["optimizer"])
+        global_step, start, rng = checkpoint["global_step"], checkpoint["iteration"] + 1, checkpoint["rng"]
+        np.random.set_state(rng[0])
+        torch.set_rng_state(rng[1])
+        torch.cuda.set_rng_state_all(rng[2])
+    # Ctrl-C or SIGTERM in training ends the run after the iteration under way (a whole checkpoint); a second, at once
+    stop, training = [], True
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda signum, frame: stop.append(signum) if training and not stop else sys.exit(128 + signum))
+    start_time, start_step, last_print = time.time(), global_step, time.time()
+    next_obs = torch.as_tensor(envs.reset(seed=args.seed + global_step)[0], dtype=torch.float32, device=device)
+    for iteration in range(start, args.num_iterations + 1):
         if args.anneal_lr:
             frac = 1.0 - (iteration - 1.0) / args.num_iterations
             optimizer.param_groups[0]["lr"] = frac * args.learning_rate
@@ -340,7 +370,7 @@ if __name__ == "__main__":
         var_y = np.var(y_true)
         explained_var = np.nan if var_y == 0 else 1 - np.var(y_true - y_pred) / var_y
 
-        sps = int(global_step / (time.time() - start_time))
+        sps = int((global_step - start_step) / (time.time() - start_time))
         writer.add_scalar("charts/learning_rate", optimizer.param_groups[0]["lr"], global_step)
         writer.add_scalar("losses/value_loss", v_loss.item(), global_step)
         writer.add_scalar("losses/policy_loss", pg_loss.item(), global_step)
@@ -353,13 +383,26 @@ if __name__ == "__main__":
         if time.time() - last_print > 10 or iteration == args.num_iterations:
             last_print = time.time()
             recent = f"{np.mean(recent_returns):.2f}" if recent_returns else "n/a"
-            print(f"global_step={global_step}, episodic_return(last {len(recent_returns)})={recent}, SPS={sps}", flush=True)
+            left = (args.num_iterations - iteration) * args.batch_size / max(sps, 1)  # seconds, at the current speed
+            print(f"global_step={global_step}, {global_step / args.total_timesteps:.0%} of {args.total_timesteps}, "
+                  f"episodic_return(last {len(recent_returns)})={recent}, SPS={sps}, "
+                  f"{left // 3600:.0f}:{time.strftime('%M:%S', time.gmtime(left))} left", flush=True)  # fmt: skip
         for path in sorted(set(glob.glob(f"videos/{run_name}/*.mp4")) - uploaded_videos) if args.track else []:
             uploaded_videos.add(path)
             wandb.log({"videos": wandb.Video(path, format="mp4")})
+        if args.checkpoint_every and (stop or iteration % args.checkpoint_every == 0):  # written whole, then renamed
+            writer.flush()  # the log on disk reaches the checkpoint: a killed run loses only the steps after it
+            rng = (np.random.get_state(), torch.get_rng_state(), torch.cuda.get_rng_state_all())
+            torch.save({"args": asdict(args), "run_name": run_name, "wandb_id": wandb.run.id if args.track else None,
+                        "agent": agent.state_dict(), "optimizer": optimizer.state_dict(), "global_step": global_step,
+                        "iteration": iteration, "rng": rng}, f"runs/{run_name}/checkpoint.tmp")  # fmt: skip
+            os.replace(f"runs/{run_name}/checkpoint.tmp", f"runs/{run_name}/checkpoint.pt")
+        if stop:
+            break
+    training = False  # from here a signal stops the run at once; a saved model stays
     envs.close()  # RecordVideo writes the video of an episode still running when it closes
 
-    if args.save_model:
+    if args.save_model and not stop:
         model_path = f"runs/{run_name}/{args.exp_name}.cleanrl_model"
         torch.save({"model": agent.state_dict(), "args": vars(args)}, model_path)
         print(f"model saved to {model_path}")
@@ -377,5 +420,9 @@ if __name__ == "__main__":
         for path in sorted(set(glob.glob(f"videos/{run_name}*/*.mp4")) - uploaded_videos):
             wandb.log({"videos": wandb.Video(path, format="mp4")})
         wandb.finish()
+    if stop:  # one line: what was kept and how to go on
+        kept = f"saved; go on with: python {sys.argv[0]} --resume runs/{run_name}" if args.checkpoint_every else "not saved"
+        print(f"{SCRIPT}: stopped by {signal.Signals(stop[0]).name} at global_step {global_step}; {kept}", file=sys.stderr)
+        sys.exit(128 + stop[0])
     if args.upload_model:  # last, so that a failed upload leaves every local result written
         hub.push_to_hub(args, run_name, episodic_returns, __file__, "PPO", "Proximal Policy Optimization")

@@ -1,0 +1,228 @@
+"""Long runs a researcher can trust (issue 22), run as a user would: a training killed with SIGKILL and resumed with
+--resume, Ctrl-C and SIGTERM ending a run in one line, the restored state equal to the saved one, a progress line
+with the time left, and the bad starts around them (an unreadable --resume, a read-only or full working folder, a
+--track at a terminal without a W&B login)."""
+
+import os
+import pty
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from cleanrl_utils.report import read_scalars
+from conftest import PPO_TAGS, SCRIPTS, check_ok, check_refused, load_script, only_run_dir, run_script, script_env
+
+# 4 envs x 128 steps = 512 steps an iteration, 100 iterations: about 10 s of CartPole on one core
+PPO_RUN = ["--total-timesteps", 51200, "--num-envs", 4, "--num-steps", 128]
+# Breakout at 2 envs x 32 steps = 64 steps an iteration, 12 iterations
+PPO_ATARI_RUN = ["--total-timesteps", 768, "--num-envs", 2, "--num-steps", 32, "--update-epochs", 1]
+
+
+def start(script, *args, cwd):
+    return subprocess.Popen(
+        [sys.executable, str(SCRIPTS / script), *map(str, args)],
+        cwd=cwd,
+        env=script_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def wait_for_checkpoint(cwd, process, at_least, timeout=300):
+    """The checkpoint of the one run under `cwd` once its iteration reaches `at_least`. Each read is whole: the
+    script renames a finished file into place, so an open one is never rewritten."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        for path in Path(cwd).glob("runs/*/checkpoint.pt"):
+            checkpoint = torch.load(path, map_location="cpu", weights_only=False)
+            if checkpoint["iteration"] >= at_least:
+                return path, checkpoint
+        assert process.poll() is None, f"the run ended before iteration {at_least}: {process.communicate()}"
+        time.sleep(0.02)
+    raise AssertionError(f"no checkpoint at iteration {at_least} in {timeout} s")
+
+
+def wait_for_progress(process):
+    """Reads the run's stdout up to its first progress line (written after 10 s of training)."""
+    for line in process.stdout:
+        if line.startswith("global_step="):
+            return line
+    raise AssertionError(f"the run ended without a progress line: {process.communicate()}")
+
+
+@pytest.mark.parametrize(
+    "script,flags,every,kill_at",
+    [("ppo.py", PPO_RUN, 4, 8), ("ppo_atari.py", PPO_ATARI_RUN, 2, 4)],
+)
+def test_a_run_killed_with_sigkill_resumes_where_its_checkpoint_left_it(script, flags, every, kill_at, workdir):
+    process = start(script, *flags, "--checkpoint-every", every, cwd=workdir)
+    path, checkpoint = wait_for_checkpoint(workdir, process, kill_at)
+    process.kill()  # SIGKILL: nothing of the script runs after it
+    process.communicate()
+    saved = workdir / "saved.pt"
+    shutil.copy(path, saved)
+    run_dir = path.parent
+    batch = checkpoint["global_step"] // checkpoint["iteration"]
+    total = flags[1] // batch * batch
+
+    resumed = run_script(script, "--resume", run_dir, cwd=workdir)
+    check_ok(resumed)
+    assert only_run_dir(workdir) == run_dir  # the same run folder, no new one
+    assert f"global_step={total}, 100% of {flags[1]}," in resumed.stdout
+    # the log goes on from the checkpoint: every iteration once, whatever the killed run had logged after it
+    for tag in PPO_TAGS:
+        steps, _ = read_scalars(str(run_dir), tag)
+        assert list(steps) == list(range(batch, total + 1, batch)), tag
+    # the learning-rate schedule continues where it was: linear annealing over the whole run's iterations
+    _, rates = read_scalars(str(run_dir), "charts/learning_rate")
+    lr, iterations = checkpoint["args"]["learning_rate"], total // batch
+    assert [round(r / lr, 5) for r in rates] == [round(1 - i / iterations, 5) for i in range(iterations)]
+    # and the hyperparameters of both parts are in the log
+    assert len(list(run_dir.glob("events.out.tfevents.*"))) == 2
+
+
+DRIVER = """
+import runpy, sys
+import numpy as np, torch
+script, checkpoint, total, out = sys.argv[1:]
+sys.argv = [script, "--resume", checkpoint, "--total-timesteps", total]
+run = runpy.run_path(script, run_name="__main__")  # the run's globals, after a loop with nothing left to do
+torch.save({"agent": run["agent"].state_dict(), "optimizer": run["optimizer"].state_dict(),
+            "global_step": run["global_step"], "numpy": np.random.get_state(), "torch": torch.get_rng_state()}, out)
+"""
+
+
+@pytest.mark.parametrize("script,flags,every", [("ppo.py", PPO_RUN, 3)])
+def test_resume_restores_the_saved_weights_optimizer_schedule_and_random_generators(script, flags, every, workdir):
+    process = start(script, *flags, "--checkpoint-every", every, cwd=workdir)
+    path, saved = wait_for_checkpoint(workdir, process, every)
+    process.kill()
+    process.communicate()
+    # resumed with the budget it had reached, the run restores its state and has no iteration left to change it
+    restored_path = workdir / "restored.pt"
+    driver = [sys.executable, "-c", DRIVER, str(SCRIPTS / script), str(path), str(saved["global_step"]), str(restored_path)]
+    check_ok(subprocess.run(driver, cwd=workdir, env=script_env(), capture_output=True, text=True, timeout=300))
+    restored = torch.load(restored_path, weights_only=False)
+    assert restored["global_step"] == saved["global_step"]
+    for name, tensor in saved["agent"].items():
+        assert torch.equal(restored["agent"][name], tensor), name
+    assert restored["optimizer"]["param_groups"] == saved["optimizer"]["param_groups"]  # the learning rate reached
+    for index, state in saved["optimizer"]["state"].items():
+        for key, value in state.items():
+            assert torch.equal(restored["optimizer"]["state"][index][key], value), (index, key)
+    numpy_state, torch_state = saved["rng"][:2]
+    assert restored["numpy"][0] == numpy_state[0] and (restored["numpy"][1] == numpy_state[1]).all()
+    assert restored["numpy"][2:] == numpy_state[2:] and torch.equal(restored["torch"], torch_state)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_or_sigterm_saves_a_checkpoint_and_says_so_in_one_line(signum, workdir):
+    long_run = ["--total-timesteps", 10**7]  # stopped long before its end; only the signal writes a checkpoint
+    process = start("ppo.py", *long_run, "--checkpoint-every", 10**6, cwd=workdir)
+    wait_for_progress(process)
+    process.send_signal(signum)
+    stdout, stderr = process.communicate(timeout=60)
+    assert process.returncode == 128 + signum, stderr
+    assert "Traceback" not in stderr
+    (line,) = [line for line in stderr.splitlines() if "stopped" in line]
+    name = signal.Signals(signum).name
+    run_dir = only_run_dir(workdir)
+    assert line.startswith(f"ppo.py: stopped by {name} at global_step ") and line.endswith(f"--resume runs/{run_dir.name}")
+    checkpoint = torch.load(run_dir / "checkpoint.pt", weights_only=False)
+    assert line.split("global_step ")[1].startswith(f"{checkpoint['global_step']};")
+    steps, _ = read_scalars(str(run_dir), "charts/SPS")
+    assert steps[-1] == checkpoint["global_step"]  # the writer was closed: the log reaches the stop
+
+    resumed = run_script("ppo.py", "--resume", run_dir, "--total-timesteps", checkpoint["global_step"] + 1024, cwd=workdir)
+    check_ok(resumed)
+    steps, _ = read_scalars(str(run_dir), "charts/SPS")
+    assert list(steps[-3:]) == [checkpoint["global_step"] + 512 * k for k in range(3)]  # from the step it stopped at
+
+
+def test_a_signal_without_checkpoints_still_ends_in_one_line(workdir):
+    process = start("ppo.py", "--total-timesteps", 10**7, cwd=workdir)
+    wait_for_progress(process)
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130 and "Traceback" not in stderr, stderr
+    (line,) = [line for line in stderr.splitlines() if "stopped" in line]
+    assert line.startswith("ppo.py: stopped by SIGINT at global_step ") and line.endswith("; not saved")
+    assert not (only_run_dir(workdir) / "checkpoint.pt").exists()
+
+
+def test_the_progress_line_gives_the_share_done_and_the_time_left(workdir):
+    result = run_script("ppo.py", "--total-timesteps", 2048, cwd=workdir)
+    check_ok(result)
+    last = [line for line in result.stdout.splitlines() if line.startswith("global_step=")][-1]
+    assert last.startswith("global_step=2048, 100% of 2048, episodic_return(last ") and last.endswith(", 0:00:00 left")
+
+
+@pytest.mark.parametrize("script", ["ppo.py", "ppo_atari.py"])
+def test_an_unreadable_resume_path_exits_2_in_one_line(script, workdir, fork_script):
+    result = fork_script(script, "--resume", "runs/nothing-here", cwd=workdir)
+    check_refused(result, script, "cannot resume from runs/nothing-here: ", workdir)
+    (workdir / "not-a-checkpoint").write_text("hello")
+    result = fork_script(script, "--resume", "not-a-checkpoint", cwd=workdir)
+    assert result.returncode == 2 and "cannot resume from not-a-checkpoint: " in result.stderr, result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_a_read_only_working_folder_exits_2_in_one_line():
+    folder = Path(tempfile.mkdtemp(prefix="cleanrl-read-only-"))  # under /tmp, which every user can reach
+    try:
+        folder.chmod(0o555)
+        nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]  # root could write anyway
+        env = script_env() | {"HOME": str(folder)}
+        command = [*nobody, sys.executable, str(SCRIPTS / "ppo.py"), "--total-timesteps", 256]
+        result = subprocess.run(list(map(str, command)), cwd=folder, env=env, capture_output=True, text=True, timeout=300)
+        check_refused(result, "ppo.py", f"cannot write runs/ in {folder}: the folder is read-only", folder)
+    finally:
+        folder.chmod(0o755)
+        shutil.rmtree(folder)
+
+
+def test_a_full_disk_is_refused_at_start(monkeypatch):
+    ppo = load_script("ppo")
+    args = ppo.Args()
+    assert ppo.validation_error(args, ppo.gym.make(args.env_id)) is None
+    monkeypatch.setattr(ppo.shutil, "disk_usage", lambda path: shutil._ntuple_diskusage(2**40, 2**40 - 2**20, 2**20))
+    assert "has under 64 MiB free" in ppo.validation_error(args, ppo.gym.make(args.env_id))
+
+
+def test_track_at_a_terminal_without_a_wandb_login_does_not_wait_for_input(workdir, tmp_path_factory):
+    home = tmp_path_factory.mktemp("home")  # no ~/.netrc, no W&B settings
+    env = {k: v for k, v in script_env().items() if k != "WANDB_API_KEY"} | {"WANDB_MODE": "online", "HOME": str(home)}
+    controller, terminal = pty.openpty()  # stdin, stdout and stderr a terminal, as when a user types the command
+    command = [sys.executable, str(SCRIPTS / "ppo.py"), "--total-timesteps", "256", "--track"]
+    process = subprocess.Popen(command, cwd=workdir, env=env, stdin=terminal, stdout=terminal, stderr=terminal)
+    os.close(terminal)
+    output, deadline = b"", time.time() + 120
+    while process.poll() is None and time.time() < deadline:
+        if select.select([controller], [], [], 0.5)[0]:
+            try:
+                output += os.read(controller, 4096)
+            except OSError:
+                break
+    try:
+        returncode = process.wait(timeout=max(1.0, deadline - time.time()))
+    finally:
+        process.kill()
+        os.close(controller)
+    text = output.decode(errors="replace")
+    assert returncode == 2, text
+    assert "ppo.py: --track could not start a W&B run (no API key)" in text and "wandb login" in text
+    assert sorted(p.name for p in workdir.iterdir()) == []
+
+
+def test_checkpoints_are_off_for_short_runs_and_on_for_the_main_job():
+    assert load_script("ppo").Args().checkpoint_every == 0  # CartPole: a few minutes
+    assert load_script("ppo_atari").Args().checkpoint_every > 0  # Breakout, 10M steps: hours
