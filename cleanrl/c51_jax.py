@@ -5,12 +5,15 @@ import functools
 import glob
 import importlib.util
 import os
+import pickle
 import random
 import re
+import shutil
+import signal
 import sys
 import time
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import flax
 import flax.linen as nn
@@ -79,6 +82,10 @@ class Args:
     """timestep to start learning"""
     train_frequency: int = 10
     """the frequency of training (env steps per gradient step)"""
+    checkpoint_every: int = 0
+    """save the run to `runs/{run_name}/checkpoint.pt` every this many env steps and at Ctrl-C or SIGTERM (0: never)"""
+    resume: str | None = None
+    """continue the run saved in this run folder or checkpoint file, with its flags (flags given here override them)"""
 
 
 def make_env(env_id, num_envs, capture_video, run_name):
@@ -189,6 +196,8 @@ def validation_error(args, env):  # the first reason this command line cannot ru
         (not re.fullmatch(r"[\w.-]{1,150}", args.exp_name) or "__" in args.exp_name,
          f"--exp-name {args.exp_name!r} must be a folder name: up to 150 letters, digits, '.', '-' and single '_'"),
         (args.capture_video and not importlib.util.find_spec("moviepy"), "--capture-video needs moviepy: pip install moviepy"),
+        (not os.access(".", os.W_OK) or shutil.disk_usage(".").free < 2**26,
+         f"cannot write runs/ in {os.getcwd()}: the folder is read-only or has under 64 MiB free; start from another"),
     ]  # fmt: skip
     return next((message for failed, message in checks if failed), None)
 
@@ -223,6 +232,14 @@ def evaluate(model_path, eval_episodes, run_name, epsilon=0.05, capture_video=Fa
 
 if __name__ == "__main__":
     args = tyro.cli(Args)
+    if args.resume:  # the saved run's flags, with those given now on top
+        path = f"{args.resume}/checkpoint.pt" if os.path.isdir(args.resume) else args.resume
+        try:
+            with open(path, "rb") as f:
+                checkpoint = pickle.load(f)
+            args = tyro.cli(Args, default=Args(**checkpoint["args"]))
+        except Exception as e:
+            exit_if(f"cannot resume from {path}: {e}")
     try:  # unknown ids, missing modules or extras all mean this env cannot be made
         env = gym.make(args.env_id)
     except Exception as e:
@@ -239,15 +256,19 @@ if __name__ == "__main__":
     while os.path.exists(f"runs/{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"):
         run_time += 1  # a run that started in the same second owns that name
     run_name = f"{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"
+    run_name = checkpoint["run_name"] if args.resume else run_name  # a resumed run goes on in its folder and log
     if args.track:
         import wandb
-        try:
+        try:  # with no API key, W&B would wait at a login prompt
+            if wandb.setup().settings.mode in ("online", "run", "shared") and not wandb.login(prompt=False):
+                raise RuntimeError("no API key")
             wandb.init(project=args.wandb_project_name, entity=args.wandb_entity, name=run_name, config=vars(args),
-                       sync_tensorboard=True, save_code=True)  # fmt: skip
+                       sync_tensorboard=True, save_code=True, id=checkpoint["wandb_id"] if args.resume else None,
+                       resume="allow")  # fmt: skip
         except Exception as e:  # not logged in, no network, unknown entity: stop before anything is written
             reason = (str(e).splitlines() or [type(e).__name__])[0]
             exit_if(f"--track could not start a W&B run ({reason}); run `wandb login` or set WANDB_MODE=offline")
-    writer = SummaryWriter(f"runs/{run_name}")
+    writer = SummaryWriter(f"runs/{run_name}", purge_step=args.resume and checkpoint["global_step"] + 1)  # drops later steps
     writer.add_text("hyperparameters", "|param|value|\n|-|-|\n" + "\n".join(f"|{k}|{v}|" for k, v in vars(args).items()))
     uploaded_videos = set()  # W&B gets each finished video once (RecordVideo has no W&B hook)
 
@@ -276,9 +297,19 @@ if __name__ == "__main__":
         return q_state.apply_gradients(grads=grads), loss, (old_pmfs * q_network.atoms).sum(1).mean()
     rb = ReplayBuffer(args.buffer_size, envs.single_observation_space.shape)
     global_step, num_updates, recent_returns = 0, 0, deque(maxlen=20)
-    start_time = last_print = time.time()
-    obs, _ = envs.reset(seed=args.seed)
-    for iteration in range(num_iterations):
+    if args.resume:  # network, target and Adam states, replay memory, counters and random generators as saved
+        q_state = flax.serialization.from_state_dict(q_state, checkpoint["q_state"])
+        vars(rb).update(checkpoint["rb"])
+        global_step, num_updates, rng = checkpoint["global_step"], checkpoint["num_updates"], checkpoint["rng"]
+        np.random.set_state(rng[0])
+        envs.action_space.np_random.bit_generator.state = rng[1]
+    # Ctrl-C or SIGTERM in training ends the run after the step under way (a whole checkpoint); a second, at once
+    stop, training = [], True
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda signum, frame: stop.append(signum) if training and not stop else sys.exit(128 + signum))
+    start_time, start_step, last_print = time.time(), global_step, time.time()
+    obs, _ = envs.reset(seed=args.seed + global_step)  # resumed: new episodes
+    for iteration in range(global_step // args.num_envs, num_iterations):
         epsilon = epsilon_schedule(args.start_e, args.end_e, args.exploration_fraction * args.total_timesteps, global_step)
         # ε-greedy per sub-env; the network is only asked when some sub-env acts greedily
         explore = np.random.random(args.num_envs) < epsilon
@@ -314,7 +345,7 @@ if __name__ == "__main__":
                     writer.add_scalar("losses/loss", float(loss), global_step)
                     writer.add_scalar("losses/q_values", float(q_mean), global_step)
                     writer.add_scalar("charts/epsilon", epsilon, global_step)
-                    writer.add_scalar("charts/SPS", int(global_step / (time.time() - start_time)), global_step)
+                    writer.add_scalar("charts/SPS", int((global_step - start_step) / (time.time() - start_time)), global_step)
 
             if steps_crossed(previous_step, global_step, args.target_network_frequency) > 0:  # owed copies are one copy
                 q_state = q_state.replace(target_params=q_state.params)
@@ -322,14 +353,28 @@ if __name__ == "__main__":
         if time.time() - last_print > 10 or iteration == num_iterations - 1:
             last_print = time.time()
             recent = f"{np.mean(recent_returns):.2f}" if recent_returns else "n/a"
-            sps = int(global_step / (time.time() - start_time))
-            print(f"global_step={global_step}, episodic_return(last {len(recent_returns)})={recent}, SPS={sps}", flush=True)
+            sps = int((global_step - start_step) / (time.time() - start_time))
+            left = (num_iterations - 1 - iteration) * args.num_envs / max(sps, 1)  # seconds, at the current speed
+            print(f"global_step={global_step}, {global_step / args.total_timesteps:.0%} of {args.total_timesteps}, "
+                  f"episodic_return(last {len(recent_returns)})={recent}, SPS={sps}, "
+                  f"{left // 3600:.0f}:{time.strftime('%M:%S', time.gmtime(left))} left", flush=True)  # fmt: skip
             for path in sorted(set(glob.glob(f"videos/{run_name}/*.mp4")) - uploaded_videos) if args.track else []:
                 uploaded_videos.add(path)
                 wandb.log({"videos": wandb.Video(path, format="mp4")})
+        if args.checkpoint_every and (stop or steps_crossed(previous_step, global_step, args.checkpoint_every)):
+            writer.flush()  # the log on disk reaches the checkpoint: a killed run loses only the steps after it
+            rng = (np.random.get_state(), envs.action_space.np_random.bit_generator.state)
+            with open(f"runs/{run_name}/checkpoint.tmp", "wb") as f:  # written whole, then renamed
+                pickle.dump({"args": asdict(args), "run_name": run_name, "wandb_id": wandb.run.id if args.track else None,
+                             "q_state": flax.serialization.to_state_dict(q_state), "rb": vars(rb), "global_step": global_step,
+                             "num_updates": num_updates, "rng": rng}, f, protocol=5)  # protocol 5: arrays without a copy
+            os.replace(f"runs/{run_name}/checkpoint.tmp", f"runs/{run_name}/checkpoint.pt")
+        if stop:
+            break
+    training = False  # from here a signal stops the run at once; a saved model stays
     envs.close()  # RecordVideo writes the video of an episode still running when it closes
 
-    if args.save_model:
+    if args.save_model and not stop:
         model_path = f"runs/{run_name}/{args.exp_name}.cleanrl_model"
         with open(model_path, "wb") as f:
             f.write(flax.serialization.msgpack_serialize({"model": flax.serialization.to_state_dict(q_state.params),
@@ -349,5 +394,9 @@ if __name__ == "__main__":
         for path in sorted(set(glob.glob(f"videos/{run_name}*/*.mp4")) - uploaded_videos):
             wandb.log({"videos": wandb.Video(path, format="mp4")})
         wandb.finish()
+    if stop:  # one line: what was kept and how to go on
+        kept = f"saved; go on with: python {sys.argv[0]} --resume runs/{run_name}" if args.checkpoint_every else "not saved"
+        print(f"{SCRIPT}: stopped by {signal.Signals(stop[0]).name} at global_step {global_step}; {kept}", file=sys.stderr)
+        sys.exit(128 + stop[0])
     if args.upload_model:  # last, so that a failed upload leaves every local result written
         hub.push_to_hub(args, run_name, episodic_returns, __file__, "C51 (JAX)", "categorical DQN")

@@ -4,6 +4,7 @@ with the time left, and the bad starts around them (an unreadable --resume, a re
 --track at a terminal without a W&B login)."""
 
 import os
+import pickle
 import pty
 import select
 import shutil
@@ -12,8 +13,10 @@ import subprocess
 import sys
 import tempfile
 import time
+import zipfile
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -24,6 +27,8 @@ from conftest import PPO_TAGS, SCRIPTS, check_ok, check_refused, load_script, on
 PPO_RUN = ["--total-timesteps", 51200, "--num-envs", 4, "--num-steps", 128]
 # Breakout at 2 envs x 32 steps = 64 steps an iteration, 12 iterations
 PPO_ATARI_RUN = ["--total-timesteps", 768, "--num-envs", 2, "--num-steps", 32, "--update-epochs", 1]
+# CartPole, a loss point every 1000 steps from step 2000: about 40 s on one core
+C51_JAX_RUN = ["--total-timesteps", 60000, "--learning-starts", 1000]
 
 
 def start(script, *args, cwd):
@@ -37,18 +42,26 @@ def start(script, *args, cwd):
     )
 
 
+def read_checkpoint(path):
+    """A checkpoint as the scripts write it: torch.save's zip file (torch scripts) or a pickle (JAX scripts)."""
+    if zipfile.is_zipfile(path):
+        return torch.load(path, map_location="cpu", weights_only=False)
+    with open(path, "rb") as f:
+        return pickle.load(f)
+
+
 def wait_for_checkpoint(cwd, process, at_least, timeout=300):
-    """The checkpoint of the one run under `cwd` once its iteration reaches `at_least`. Each read is whole: the
+    """The checkpoint of the one run under `cwd` once its global_step reaches `at_least`. Each read is whole: the
     script renames a finished file into place, so an open one is never rewritten."""
     deadline = time.time() + timeout
     while time.time() < deadline:
         for path in Path(cwd).glob("runs/*/checkpoint.pt"):
-            checkpoint = torch.load(path, map_location="cpu", weights_only=False)
-            if checkpoint["iteration"] >= at_least:
+            checkpoint = read_checkpoint(path)
+            if checkpoint["global_step"] >= at_least:
                 return path, checkpoint
-        assert process.poll() is None, f"the run ended before iteration {at_least}: {process.communicate()}"
+        assert process.poll() is None, f"the run ended before step {at_least}: {process.communicate()}"
         time.sleep(0.02)
-    raise AssertionError(f"no checkpoint at iteration {at_least} in {timeout} s")
+    raise AssertionError(f"no checkpoint at step {at_least} in {timeout} s")
 
 
 def wait_for_progress(process):
@@ -59,75 +72,104 @@ def wait_for_progress(process):
     raise AssertionError(f"the run ended without a progress line: {process.communicate()}")
 
 
-@pytest.mark.parametrize(
-    "script,flags,every,kill_at",
-    [("ppo.py", PPO_RUN, 4, 8), ("ppo_atari.py", PPO_ATARI_RUN, 2, 4)],
-)
-def test_a_run_killed_with_sigkill_resumes_where_its_checkpoint_left_it(script, flags, every, kill_at, workdir):
+# script, its run, --checkpoint-every, the step to kill it after, the scalars to follow, their first step and spacing
+KILLED = [
+    ("ppo.py", PPO_RUN, 4, 4096, PPO_TAGS, 512, 512),
+    ("ppo_atari.py", PPO_ATARI_RUN, 2, 256, PPO_TAGS, 64, 64),
+    ("c51_jax.py", C51_JAX_RUN, 2000, 8000, ["losses/loss", "losses/q_values", "charts/epsilon"], 2000, 1000),
+]
+
+
+@pytest.mark.parametrize("script,flags,every,kill_at,tags,first,spacing", KILLED, ids=[k[0] for k in KILLED])
+def test_a_run_killed_with_sigkill_resumes_where_its_checkpoint_left_it(
+    script, flags, every, kill_at, tags, first, spacing, workdir
+):
     process = start(script, *flags, "--checkpoint-every", every, cwd=workdir)
     path, checkpoint = wait_for_checkpoint(workdir, process, kill_at)
     process.kill()  # SIGKILL: nothing of the script runs after it
     process.communicate()
-    saved = workdir / "saved.pt"
-    shutil.copy(path, saved)
-    run_dir = path.parent
-    batch = checkpoint["global_step"] // checkpoint["iteration"]
-    total = flags[1] // batch * batch
+    run_dir, total = path.parent, flags[1]
 
     resumed = run_script(script, "--resume", run_dir, cwd=workdir)
     check_ok(resumed)
     assert only_run_dir(workdir) == run_dir  # the same run folder, no new one
-    assert f"global_step={total}, 100% of {flags[1]}," in resumed.stdout
-    # the log goes on from the checkpoint: every iteration once, whatever the killed run had logged after it
-    for tag in PPO_TAGS:
+    assert f"global_step={total}, 100% of {total}," in resumed.stdout
+    # the log goes on from the checkpoint: each point once, whatever the killed run had logged after it
+    for tag in tags:
         steps, _ = read_scalars(str(run_dir), tag)
-        assert list(steps) == list(range(batch, total + 1, batch)), tag
-    # the learning-rate schedule continues where it was: linear annealing over the whole run's iterations
-    _, rates = read_scalars(str(run_dir), "charts/learning_rate")
-    lr, iterations = checkpoint["args"]["learning_rate"], total // batch
-    assert [round(r / lr, 5) for r in rates] == [round(1 - i / iterations, 5) for i in range(iterations)]
-    # and the hyperparameters of both parts are in the log
-    assert len(list(run_dir.glob("events.out.tfevents.*"))) == 2
+        assert list(steps) == list(range(first, total + 1, spacing)), tag
+    if "charts/learning_rate" in tags:  # the schedule continues where it was: annealed over the whole run
+        _, rates = read_scalars(str(run_dir), "charts/learning_rate")
+        lr, iterations = checkpoint["args"]["learning_rate"], total // spacing
+        assert [round(r / lr, 5) for r in rates] == [round(1 - i / iterations, 5) for i in range(iterations)]
+    assert len(list(run_dir.glob("events.out.tfevents.*"))) == 2  # one log per part, in the same folder
 
 
 DRIVER = """
-import runpy, sys
-import numpy as np, torch
+import pickle, runpy, sys
+import numpy as np
 script, checkpoint, total, out = sys.argv[1:]
 sys.argv = [script, "--resume", checkpoint, "--total-timesteps", total]
 run = runpy.run_path(script, run_name="__main__")  # the run's globals, after a loop with nothing left to do
-torch.save({"agent": run["agent"].state_dict(), "optimizer": run["optimizer"].state_dict(),
-            "global_step": run["global_step"], "numpy": np.random.get_state(), "torch": torch.get_rng_state()}, out)
+state = {"global_step": run["global_step"]}
+if "agent" in run:  # a torch PPO script
+    import torch
+    state |= {"agent": run["agent"].state_dict(), "optimizer": run["optimizer"].state_dict(),
+              "rng": (np.random.get_state(), torch.get_rng_state(), torch.cuda.get_rng_state_all())}
+else:  # a JAX Q-learning script
+    import flax.serialization
+    state |= {"q_state": flax.serialization.to_state_dict(run["q_state"]), "rb": vars(run["rb"]),
+              "num_updates": run["num_updates"],
+              "rng": (np.random.get_state(), run["envs"].action_space.np_random.bit_generator.state)}
+with open(out, "wb") as f:
+    pickle.dump(state, f)
 """
 
 
-@pytest.mark.parametrize("script,flags,every", [("ppo.py", PPO_RUN, 3)])
-def test_resume_restores_the_saved_weights_optimizer_schedule_and_random_generators(script, flags, every, workdir):
+def assert_same(restored, saved, where="checkpoint"):
+    """Nested dicts, lists and tuples of arrays, tensors and plain values, equal leaf by leaf."""
+    if isinstance(saved, dict):
+        assert sorted(restored) == sorted(saved), where
+        for key in saved:
+            assert_same(restored[key], saved[key], f"{where}[{key!r}]")
+    elif isinstance(saved, list | tuple):
+        assert len(restored) == len(saved), where
+        for i, (r, s) in enumerate(zip(restored, saved, strict=True)):
+            assert_same(r, s, f"{where}[{i}]")
+    elif isinstance(saved, torch.Tensor):
+        assert torch.equal(restored, saved), where
+    elif hasattr(saved, "shape"):  # NumPy or JAX arrays
+        assert np.array_equal(np.asarray(restored), np.asarray(saved)), where
+    else:
+        assert restored == saved, where
+
+
+RESTORED = [("ppo.py", PPO_RUN, 3, 1536), ("c51_jax.py", C51_JAX_RUN, 2000, 4000)]
+
+
+@pytest.mark.parametrize("script,flags,every,kill_at", RESTORED, ids=[r[0] for r in RESTORED])
+def test_resume_restores_the_saved_state_exactly(script, flags, every, kill_at, workdir):
     process = start(script, *flags, "--checkpoint-every", every, cwd=workdir)
-    path, saved = wait_for_checkpoint(workdir, process, every)
+    path, saved = wait_for_checkpoint(workdir, process, kill_at)
     process.kill()
     process.communicate()
-    # resumed with the budget it had reached, the run restores its state and has no iteration left to change it
-    restored_path = workdir / "restored.pt"
+    # resumed with the budget it had reached, the run restores its state and has no step left to change it: the
+    # weights, the optimizer's state and learning rate, the replay memory, the counters and every random generator
+    restored_path = workdir / "restored.pkl"
     driver = [sys.executable, "-c", DRIVER, str(SCRIPTS / script), str(path), str(saved["global_step"]), str(restored_path)]
     check_ok(subprocess.run(driver, cwd=workdir, env=script_env(), capture_output=True, text=True, timeout=300))
-    restored = torch.load(restored_path, weights_only=False)
-    assert restored["global_step"] == saved["global_step"]
-    for name, tensor in saved["agent"].items():
-        assert torch.equal(restored["agent"][name], tensor), name
-    assert restored["optimizer"]["param_groups"] == saved["optimizer"]["param_groups"]  # the learning rate reached
-    for index, state in saved["optimizer"]["state"].items():
-        for key, value in state.items():
-            assert torch.equal(restored["optimizer"]["state"][index][key], value), (index, key)
-    numpy_state, torch_state = saved["rng"][:2]
-    assert restored["numpy"][0] == numpy_state[0] and (restored["numpy"][1] == numpy_state[1]).all()
-    assert restored["numpy"][2:] == numpy_state[2:] and torch.equal(restored["torch"], torch_state)
+    with open(restored_path, "rb") as f:
+        restored = pickle.load(f)
+    assert_same(restored, {key: saved[key] for key in restored})
 
 
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
-def test_ctrl_c_or_sigterm_saves_a_checkpoint_and_says_so_in_one_line(signum, workdir):
+SIGNALLED = [("ppo.py", signal.SIGINT), ("ppo.py", signal.SIGTERM), ("c51_jax.py", signal.SIGTERM)]
+
+
+@pytest.mark.parametrize("script,signum", SIGNALLED, ids=[f"{s}-{signal.Signals(n).name}" for s, n in SIGNALLED])
+def test_ctrl_c_or_sigterm_saves_a_checkpoint_and_says_so_in_one_line(script, signum, workdir):
     long_run = ["--total-timesteps", 10**7]  # stopped long before its end; only the signal writes a checkpoint
-    process = start("ppo.py", *long_run, "--checkpoint-every", 10**6, cwd=workdir)
+    process = start(script, *long_run, "--checkpoint-every", 10**6, cwd=workdir)
     wait_for_progress(process)
     process.send_signal(signum)
     stdout, stderr = process.communicate(timeout=60)
@@ -136,13 +178,14 @@ def test_ctrl_c_or_sigterm_saves_a_checkpoint_and_says_so_in_one_line(signum, wo
     (line,) = [line for line in stderr.splitlines() if "stopped" in line]
     name = signal.Signals(signum).name
     run_dir = only_run_dir(workdir)
-    assert line.startswith(f"ppo.py: stopped by {name} at global_step ") and line.endswith(f"--resume runs/{run_dir.name}")
-    checkpoint = torch.load(run_dir / "checkpoint.pt", weights_only=False)
+    assert line.startswith(f"{script}: stopped by {name} at global_step ") and line.endswith(f"--resume runs/{run_dir.name}")
+    checkpoint = read_checkpoint(run_dir / "checkpoint.pt")
     assert line.split("global_step ")[1].startswith(f"{checkpoint['global_step']};")
+    if script != "ppo.py":
+        return
     steps, _ = read_scalars(str(run_dir), "charts/SPS")
     assert steps[-1] == checkpoint["global_step"]  # the writer was closed: the log reaches the stop
-
-    resumed = run_script("ppo.py", "--resume", run_dir, "--total-timesteps", checkpoint["global_step"] + 1024, cwd=workdir)
+    resumed = run_script(script, "--resume", run_dir, "--total-timesteps", checkpoint["global_step"] + 1024, cwd=workdir)
     check_ok(resumed)
     steps, _ = read_scalars(str(run_dir), "charts/SPS")
     assert list(steps[-3:]) == [checkpoint["global_step"] + 512 * k for k in range(3)]  # from the step it stopped at
@@ -166,7 +209,7 @@ def test_the_progress_line_gives_the_share_done_and_the_time_left(workdir):
     assert last.startswith("global_step=2048, 100% of 2048, episodic_return(last ") and last.endswith(", 0:00:00 left")
 
 
-@pytest.mark.parametrize("script", ["ppo.py", "ppo_atari.py"])
+@pytest.mark.parametrize("script", ["ppo.py", "ppo_atari.py", "c51_jax.py"])
 def test_an_unreadable_resume_path_exits_2_in_one_line(script, workdir, fork_script):
     result = fork_script(script, "--resume", "runs/nothing-here", cwd=workdir)
     check_refused(result, script, "cannot resume from runs/nothing-here: ", workdir)
@@ -198,11 +241,12 @@ def test_a_full_disk_is_refused_at_start(monkeypatch):
     assert "has under 64 MiB free" in ppo.validation_error(args, ppo.gym.make(args.env_id))
 
 
-def test_track_at_a_terminal_without_a_wandb_login_does_not_wait_for_input(workdir, tmp_path_factory):
+@pytest.mark.parametrize("script", ["ppo.py", "c51_jax.py"])
+def test_track_at_a_terminal_without_a_wandb_login_does_not_wait_for_input(script, workdir, tmp_path_factory):
     home = tmp_path_factory.mktemp("home")  # no ~/.netrc, no W&B settings
     env = {k: v for k, v in script_env().items() if k != "WANDB_API_KEY"} | {"WANDB_MODE": "online", "HOME": str(home)}
     controller, terminal = pty.openpty()  # stdin, stdout and stderr a terminal, as when a user types the command
-    command = [sys.executable, str(SCRIPTS / "ppo.py"), "--total-timesteps", "256", "--track"]
+    command = [sys.executable, str(SCRIPTS / script), "--total-timesteps", "256", "--track"]
     process = subprocess.Popen(command, cwd=workdir, env=env, stdin=terminal, stdout=terminal, stderr=terminal)
     os.close(terminal)
     output, deadline = b"", time.time() + 120
@@ -219,10 +263,11 @@ def test_track_at_a_terminal_without_a_wandb_login_does_not_wait_for_input(workd
         os.close(controller)
     text = output.decode(errors="replace")
     assert returncode == 2, text
-    assert "ppo.py: --track could not start a W&B run (no API key)" in text and "wandb login" in text
+    assert f"{script}: --track could not start a W&B run (no API key)" in text and "wandb login" in text
     assert sorted(p.name for p in workdir.iterdir()) == []
 
 
 def test_checkpoints_are_off_for_short_runs_and_on_for_the_main_job():
     assert load_script("ppo").Args().checkpoint_every == 0  # CartPole: a few minutes
+    assert load_script("c51_jax").Args().checkpoint_every == 0
     assert load_script("ppo_atari").Args().checkpoint_every > 0  # Breakout, 10M steps: hours
