@@ -6,6 +6,7 @@ import importlib.util
 import os
 import random
 import re
+import shutil
 import sys
 import time
 import warnings
@@ -104,8 +105,7 @@ class QNetwork(nn.Module):
         self.fc3 = nn.Linear(256, 1)
 
     def forward(self, x, a):
-        x = F.relu(self.fc1(torch.cat([x, a], 1)))
-        x = F.relu(self.fc2(x))
+        x = F.relu(self.fc2(F.relu(self.fc1(torch.cat([x, a], 1)))))
         return self.fc3(x).squeeze(1)
 
 
@@ -205,6 +205,7 @@ if __name__ == "__main__":
     except Exception as e:
         exit_if(f"cannot make {args.env_id!r}: {e}" + (f" (with MUJOCO_GL={mujoco_gl})" if args.capture_video else ""))
     exit_if(validation_error(args, env))
+    exit_if((not os.access(".", os.W_OK) or shutil.disk_usage(".").free < 2**26) and f"cannot write runs/ in {os.getcwd()}")
     if args.capture_video:  # a video renders its first frame now, not after the training
         with warnings.catch_warnings(action="ignore"):  # GL back-ends warn on the way to their errors: one line
             try:
@@ -225,7 +226,9 @@ if __name__ == "__main__":
     run_name = f"{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"
     if args.track:
         import wandb
-        try:
+        try:  # with no API key, W&B would wait at a login prompt
+            if wandb.setup().settings.mode in ("online", "run", "shared") and not wandb.login(prompt=False):
+                raise RuntimeError("no API key")
             wandb.init(project=args.wandb_project_name, entity=args.wandb_entity, name=run_name, config=vars(args),
                        sync_tensorboard=True, save_code=True)  # fmt: skip
         except Exception as e:  # not logged in, no network, unknown entity: stop before anything is written
@@ -244,13 +247,10 @@ if __name__ == "__main__":
     obs_dim, action_dim = envs.single_observation_space.shape[0], envs.single_action_space.shape[0]
     low, high = (torch.as_tensor(bound, device=device) for bound in action_bounds(envs.envs[0]))  # per dimension
     actor = Actor(obs_dim, low, high).to(device)
-    qf1 = QNetwork(obs_dim, action_dim).to(device)
-    qf1_target = QNetwork(obs_dim, action_dim).to(device)
+    qf1, qf1_target = QNetwork(obs_dim, action_dim).to(device), QNetwork(obs_dim, action_dim).to(device)
     target_actor = Actor(obs_dim, low, high).to(device)
-    target_actor.load_state_dict(actor.state_dict())
-    qf1_target.load_state_dict(qf1.state_dict())
-    q_optimizer = torch.optim.Adam(list(qf1.parameters()), lr=args.learning_rate)
-    actor_optimizer = torch.optim.Adam(list(actor.parameters()), lr=args.learning_rate)
+    target_actor.load_state_dict(actor.state_dict()), qf1_target.load_state_dict(qf1.state_dict())  # the targets: copies
+    q_optimizer, actor_optimizer = (torch.optim.Adam(net.parameters(), lr=args.learning_rate) for net in (qf1, actor))
     rb = ReplayBuffer(args.buffer_size, envs.single_observation_space.shape, action_dim, device)
     global_step, actor_loss, recent_returns = 0, None, deque(maxlen=20)
     start_time = last_print = time.time()
@@ -316,7 +316,10 @@ if __name__ == "__main__":
             last_print = time.time()
             recent = f"{np.mean(recent_returns):.2f}" if recent_returns else "n/a"
             sps = int(global_step / (time.time() - start_time))
-            print(f"global_step={global_step}, episodic_return(last {len(recent_returns)})={recent}, SPS={sps}", flush=True)
+            left = (num_iterations - 1 - iteration) * args.num_envs / max(sps, 1)  # seconds, at the current speed
+            print(f"global_step={global_step}, {global_step / args.total_timesteps:.0%} of {args.total_timesteps}, "
+                  f"episodic_return(last {len(recent_returns)})={recent}, SPS={sps}, "
+                  f"{left // 3600:.0f}:{time.strftime('%M:%S', time.gmtime(left))} left", flush=True)  # fmt: skip
             for path in sorted(set(glob.glob(f"videos/{run_name}/*.mp4")) - uploaded_videos) if args.track else []:
                 uploaded_videos.add(path)
                 wandb.log({"videos": wandb.Video(path, format="mp4")})

@@ -14,6 +14,7 @@ import importlib.util
 import os
 import random
 import re
+import shutil
 import sys
 import time
 from collections import deque
@@ -345,6 +346,7 @@ def evaluate(model_path, eval_episodes, run_name, capture_video=False):
 if __name__ == "__main__":
     args = tyro.cli(Args)
     exit_if(validation_error(args) or env_error(args.env_id))
+    exit_if((not os.access(".", os.W_OK) or shutil.disk_usage(".").free < 2**26) and f"cannot write runs/ in {os.getcwd()}")
     if args.upload_model:  # the Hub upload is shared plumbing, in cleanrl_utils/huggingface.py
         hub = importlib.util.find_spec("cleanrl_utils") and importlib.import_module("cleanrl_utils.huggingface")
         exit_if(hub.upload_error(args) if hub else "--upload-model needs cleanrl_utils (pip install -e . in a cleanrl clone)")
@@ -362,7 +364,9 @@ if __name__ == "__main__":
     if args.track:
         import wandb
 
-        try:
+        try:  # with no API key, W&B would wait at a login prompt
+            if wandb.setup().settings.mode in ("online", "run", "shared") and not wandb.login(prompt=False):
+                raise RuntimeError("no API key")
             wandb.init(project=args.wandb_project_name, entity=args.wandb_entity, name=run_name, config=vars(args),
                        sync_tensorboard=True, save_code=True)  # fmt: skip
         except Exception as e:  # not logged in, no network, unknown entity: stop before anything is written
@@ -518,7 +522,10 @@ if __name__ == "__main__":
         if time.time() - last_print > 10 or iteration == args.num_iterations:
             last_print = time.time()
             recent = f"{np.mean(recent_returns):.2f}" if recent_returns else "n/a"
-            print(f"global_step={global_step}, episodic_return(last {len(recent_returns)})={recent}, SPS={sps}", flush=True)
+            left = (args.num_iterations - iteration) * args.batch_size / max(sps, 1)  # seconds, at the current speed
+            print(f"global_step={global_step}, {global_step / args.total_timesteps:.0%} of {args.total_timesteps}, "
+                  f"episodic_return(last {len(recent_returns)})={recent}, SPS={sps}, "
+                  f"{left // 3600:.0f}:{time.strftime('%M:%S', time.gmtime(left))} left", flush=True)  # fmt: skip
         for path in sorted(set(glob.glob(f"videos/{run_name}/*.mp4")) - uploaded_videos) if args.track else []:
             uploaded_videos.add(path)
             wandb.log({"videos": wandb.Video(path, format="mp4")})

@@ -7,6 +7,7 @@ import importlib.util
 import os
 import random
 import re
+import shutil
 import sys
 import time
 from collections import deque
@@ -153,8 +154,7 @@ class Agent(nn.Module):
             layer_init(nn.Conv2d(64, 64, 3, stride=1)), nn.ReLU(),
             nn.Flatten(), layer_init(nn.Linear(64 * 7 * 7, 512)), nn.ReLU(),
         )  # fmt: skip
-        self.actor = layer_init(nn.Linear(512, n_actions), std=0.01)
-        self.critic = layer_init(nn.Linear(512, 1), std=1)
+        self.actor, self.critic = layer_init(nn.Linear(512, n_actions), std=0.01), layer_init(nn.Linear(512, 1), std=1)
 
     # x: (B, 84, 84, 4 frames + 1 plane per player) uint8, channels last; the planes are 0 or 255, scaled like the frames
     def get_value(self, x):
@@ -235,6 +235,7 @@ if __name__ == "__main__":
     game = importlib.import_module(f"pettingzoo.atari.{args.env_id}").parallel_env(auto_rom_install_path=ROMS)
     agent_names, players = game.possible_agents, len(game.possible_agents)  # the ROMs ship in ale-py: a known id plays
     exit_if(validation_error(args, players))
+    exit_if((not os.access(".", os.W_OK) or shutil.disk_usage(".").free < 2**26) and f"cannot write runs/ in {os.getcwd()}")
     if args.upload_model:  # the Hub upload is shared plumbing, in cleanrl_utils/huggingface.py
         hub = importlib.util.find_spec("cleanrl_utils") and importlib.import_module("cleanrl_utils.huggingface")
         exit_if(hub.upload_error(args) if hub else "--upload-model needs cleanrl_utils (pip install -e . in a cleanrl clone)")
@@ -249,7 +250,9 @@ if __name__ == "__main__":
     run_name = f"{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"
     if args.track:
         import wandb
-        try:
+        try:  # with no API key, W&B would wait at a login prompt
+            if wandb.setup().settings.mode in ("online", "run", "shared") and not wandb.login(prompt=False):
+                raise RuntimeError("no API key")
             wandb.init(project=args.wandb_project_name, entity=args.wandb_entity, name=run_name, config=vars(args),
                        sync_tensorboard=True, save_code=True)  # fmt: skip
         except Exception as e:  # not logged in, no network, unknown entity: stop before anything is written
@@ -258,7 +261,6 @@ if __name__ == "__main__":
     writer = SummaryWriter(f"runs/{run_name}")
     writer.add_text("hyperparameters", "|param|value|\n|-|-|\n" + "\n".join(f"|{k}|{v}|" for k, v in vars(args).items()))
     uploaded_videos = set()  # W&B gets each finished video once (no W&B hook sees RecordGame's videos)
-
     random.seed(args.seed)
     np.random.seed(args.seed)
     torch.manual_seed(args.seed)
@@ -272,9 +274,7 @@ if __name__ == "__main__":
     obs = torch.zeros((args.num_steps, args.num_envs) + envs.observation_space.shape, dtype=torch.uint8).to(device)
     actions = torch.zeros((args.num_steps, args.num_envs) + envs.action_space.shape, dtype=torch.long).to(device)
     logprobs, rewards, dones, terminations, values, final_values = torch.zeros((6, args.num_steps, args.num_envs)).to(device)
-
-    global_step, recent_lengths = 0, deque(maxlen=20)
-    start_time = last_print = time.time()
+    global_step, recent_lengths, start_time, last_print = 0, deque(maxlen=20), time.time(), time.time()
     next_obs = torch.as_tensor(envs.reset(seed=args.seed)[0], device=device)
     for iteration in range(1, args.num_iterations + 1):
         if args.anneal_lr:
@@ -394,7 +394,10 @@ if __name__ == "__main__":
         if time.time() - last_print > 10 or iteration == args.num_iterations:
             last_print = time.time()
             recent = f"{np.mean(recent_lengths):.1f}" if recent_lengths else "n/a"
-            print(f"global_step={global_step}, episodic_length(last {len(recent_lengths)})={recent}, SPS={sps}", flush=True)
+            left = (args.num_iterations - iteration) * args.batch_size / max(sps, 1)  # seconds, at the current speed
+            print(f"global_step={global_step}, {global_step / args.total_timesteps:.0%} of {args.total_timesteps}, "
+                  f"episodic_length(last {len(recent_lengths)})={recent}, SPS={sps}, "
+                  f"{left // 3600:.0f}:{time.strftime('%M:%S', time.gmtime(left))} left", flush=True)  # fmt: skip
         for path in sorted(set(glob.glob(f"videos/{run_name}/*.mp4")) - uploaded_videos) if args.track else []:
             uploaded_videos.add(path)
             wandb.log({"videos": wandb.Video(path, format="mp4")})

@@ -3,6 +3,7 @@
 import importlib.util
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -162,12 +163,19 @@ def check_video_refusals(script, cwd, fork_script):
     assert "MUJOCO_GL=osmesa" in result.stderr
 
 
+PROGRESS_LINE = re.compile(
+    r"global_step=\d+, \d+% of \d+, episodic_(return|length)\(last \d+\)=(-?[\d.]+|n/a), "
+    r"(distill_coeff=[\d.]+, )?SPS=\d+, \d+:\d\d:\d\d left"
+)
+
+
 def run_copied_alone(script, *args, tmp_path):
     """Copies cleanrl/<script> alone into an empty folder (a researcher's copy-and-edit) and runs it there with
     `args` and --capture-video, --save-model and --track (W&B offline): every output path in one run. Checks what
-    such a run must leave: training and evaluation videos, a checkpoint of tensors and plain values that loads
-    with weights_only=True (a JAX script's: a flax msgpack file of arrays and plain values), 10
-    `eval/episodic_return` points, an offline W&B run that got every video. Returns (run_dir, checkpoint, eval_returns).
+    such a run must leave: progress lines in the standard form (`PROGRESS_LINE`), training and evaluation
+    videos, a checkpoint of tensors and plain values that loads with weights_only=True (a JAX script's: a flax
+    msgpack file of arrays and plain values), 10 `eval/episodic_return` points, an offline W&B run that got every
+    video. Returns (run_dir, checkpoint, eval_returns).
     """
     from cleanrl_utils.report import read_scalars
 
@@ -175,7 +183,11 @@ def run_copied_alone(script, *args, tmp_path):
     alone.mkdir()
     shutil.copy(SCRIPTS / script, alone / script)
     env = script_env() | {"WANDB_MODE": "offline"}
-    check_ok(run_script(alone / script, *args, "--capture-video", "--save-model", "--track", cwd=alone, env=env))
+    result = run_script(alone / script, *args, "--capture-video", "--save-model", "--track", cwd=alone, env=env)
+    check_ok(result)
+    # the progress line: the step, the share of the budget done, the recent score, the speed and the time left
+    progress = [line for line in result.stdout.splitlines() if line.startswith("global_step=")]
+    assert progress and all(PROGRESS_LINE.fullmatch(line) for line in progress), progress
     run_dir = only_run_dir(alone)
     for folder in (run_dir.name, f"{run_dir.name}-eval"):
         videos = list((alone / "videos" / folder).glob("*.mp4"))
