@@ -83,9 +83,9 @@ class Args:
     train_frequency: int = 10
     """the frequency of training (env steps per gradient step)"""
     checkpoint_every: int = 0
-    """save the run to `runs/{run_name}/checkpoint.pt` every this many env steps and at Ctrl-C or SIGTERM (0: never)"""
+    """write runs/{run_name}/checkpoint.pt every this many env steps, at the end and at Ctrl-C or SIGTERM; 0: never"""
     resume: str | None = None
-    """continue the run saved in this run folder or checkpoint file, with its flags (flags given here override them)"""
+    """continue the run saved in this run folder (or its checkpoint.pt), with its flags; flags given here override them"""
 
 
 def make_env(env_id, num_envs, capture_video, run_name):
@@ -237,7 +237,11 @@ if __name__ == "__main__":
                 checkpoint = pickle.load(f)
             args = tyro.cli(Args, default=Args(**checkpoint["args"]))
         except Exception as e:
-            exit_if(f"cannot resume from {path}: {e}")
+            exit_if(f"cannot resume from {path} (a run folder of {SCRIPT} or its checkpoint.pt): {e}")
+        exit_if((args.env_id, args.n_atoms) != (checkpoint["args"]["env_id"], checkpoint["args"]["n_atoms"])
+                and "--env-id and --n-atoms cannot change on --resume: the saved networks fit them")
+        exit_if(os.path.realpath(path) != os.path.realpath(f"runs/{checkpoint['run_name']}/checkpoint.pt") and f"start "
+                f"in the folder holding runs/{checkpoint['run_name']}/, where the run goes on ({path} is elsewhere)")
     try:  # unknown ids, missing modules or extras all mean this env cannot be made
         env = gym.make(args.env_id)
     except Exception as e:
@@ -248,6 +252,8 @@ if __name__ == "__main__":
         hub = importlib.util.find_spec("cleanrl_utils") and importlib.import_module("cleanrl_utils.huggingface")
         exit_if(hub.upload_error(args) if hub else "--upload-model needs cleanrl_utils (pip install -e . in a cleanrl clone)")
     num_iterations = args.total_timesteps // args.num_envs  # whole vector steps (rounded down)
+    exit_if(args.resume and checkpoint["global_step"] >= num_iterations * args.num_envs
+            and "nothing left: give more --total-timesteps")  # fmt: skip
     if num_iterations * args.num_envs // args.train_frequency <= args.learning_starts // args.train_frequency:
         print(f"{SCRIPT}: warning: the run ends before its first gradient step (--learning-starts {args.learning_starts})")
     os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # rendering videos needs no display (and SDL then stays quiet)
@@ -302,10 +308,14 @@ if __name__ == "__main__":
         global_step, num_updates, rng = checkpoint["global_step"], checkpoint["num_updates"], checkpoint["rng"]
         np.random.set_state(rng[0])
         envs.action_space.np_random.bit_generator.state = rng[1]
-    # Ctrl-C or SIGTERM in training ends the run after the step under way (a whole checkpoint); a second, at once
     stop, training = [], True
+    def on_signal(signum, frame):  # the first Ctrl-C or SIGTERM in training ends the run after the step under way, so
+        if training and not stop:  # that its checkpoint is whole; a second one, or one after training, at once
+            return stop.append(signum)
+        print(f"{SCRIPT}: stopped at once by {signal.Signals(signum).name}; files written before stay", file=sys.stderr)
+        sys.exit(128 + signum)
     for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, lambda signum, frame: stop.append(signum) if training and not stop else sys.exit(128 + signum))
+        signal.signal(signum, on_signal)
     start_time, start_step, last_print = time.time(), global_step, time.time()
     obs, _ = envs.reset(seed=args.seed + global_step)  # resumed: new episodes
     for iteration in range(global_step // args.num_envs, num_iterations):
@@ -354,20 +364,21 @@ if __name__ == "__main__":
             recent = f"{np.mean(recent_returns):.2f}" if recent_returns else "n/a"
             sps = int((global_step - start_step) / (time.time() - start_time))
             left = (num_iterations - 1 - iteration) * args.num_envs / max(sps, 1)  # seconds, at the current speed
-            print(f"global_step={global_step}, {global_step / args.total_timesteps:.0%} of {args.total_timesteps}, "
+            print(f"global_step={global_step}, {global_step / args.total_timesteps:.1%} of {args.total_timesteps}, "
                   f"episodic_return(last {len(recent_returns)})={recent}, SPS={sps}, "
                   f"{left // 3600:.0f}:{time.strftime('%M:%S', time.gmtime(left))} left", flush=True)  # fmt: skip
             for path in sorted(set(glob.glob(f"videos/{run_name}/*.mp4")) - uploaded_videos) if args.track else []:
                 uploaded_videos.add(path)
                 wandb.log({"videos": wandb.Video(path, format="mp4")})
-        if args.checkpoint_every and (stop or steps_crossed(previous_step, global_step, args.checkpoint_every)):
+        last = iteration == num_iterations - 1  # a checkpoint at the end too: a larger --total-timesteps goes on from there
+        if args.checkpoint_every and (stop or last or steps_crossed(previous_step, global_step, args.checkpoint_every)):
             writer.flush()  # the log on disk reaches the checkpoint: a killed run loses only the steps after it
             rng = (np.random.get_state(), envs.action_space.np_random.bit_generator.state)
             with open(f"runs/{run_name}/checkpoint.tmp", "wb") as f:  # written whole, then renamed
                 pickle.dump({"args": asdict(args), "run_name": run_name, "wandb_id": wandb.run.id if args.track else None,
                              "q_state": flax.serialization.to_state_dict(q_state), "rb": vars(rb), "global_step": global_step,
                              "num_updates": num_updates, "rng": rng}, f, protocol=5)  # protocol 5: arrays without a copy
-            os.replace(f"runs/{run_name}/checkpoint.tmp", f"runs/{run_name}/checkpoint.pt")
+            os.replace(f"runs/{run_name}/checkpoint.tmp", f"runs/{run_name}/checkpoint.pt")  # whole, or the last one stays
         if stop:
             break
     training = False  # from here a signal stops the run at once; a saved model stays

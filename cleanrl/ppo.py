@@ -86,9 +86,9 @@ class Args:
     target_kl: float | None = None
     """the target KL divergence threshold (stops the epochs of an update early)"""
     checkpoint_every: int = 0
-    """save the run to `runs/{run_name}/checkpoint.pt` every this many iterations and at Ctrl-C or SIGTERM (0: never)"""
+    """write runs/{run_name}/checkpoint.pt every this many iterations (num_envs x num_steps steps) and at Ctrl-C; 0: never"""
     resume: str | None = None
-    """continue the run saved in this run folder or checkpoint file, with its flags (flags given here override them)"""
+    """continue the run saved in this run folder (or its checkpoint.pt), with its flags; flags given here override them"""
 
 
 def make_env(env_id, num_envs, capture_video, run_name):
@@ -203,7 +203,10 @@ if __name__ == "__main__":
             checkpoint = torch.load(path, map_location="cpu", weights_only=False)  # our own file, with NumPy's random state
             args = tyro.cli(Args, default=Args(**checkpoint["args"]))
         except Exception as e:
-            exit_if(f"cannot resume from {path}: {e}")
+            exit_if(f"cannot resume from {path} (a run folder of {SCRIPT} or its checkpoint.pt): {e}")
+        exit_if(args.env_id != checkpoint["args"]["env_id"] and "--env-id cannot change on --resume: the networks fit it")
+        exit_if(os.path.realpath(path) != os.path.realpath(f"runs/{checkpoint['run_name']}/checkpoint.pt") and f"start "
+                f"in the folder holding runs/{checkpoint['run_name']}/, where the run goes on ({path} is elsewhere)")
     try:  # unknown ids, missing modules or extras all mean this env cannot be made
         env = gym.make(args.env_id)
     except Exception as e:
@@ -216,10 +219,10 @@ if __name__ == "__main__":
     args.batch_size = int(args.num_envs * args.num_steps)
     args.minibatch_size = int(args.batch_size // args.num_minibatches)
     args.num_iterations = args.total_timesteps // args.batch_size  # rounded down to whole batches
+    exit_if(args.resume and checkpoint["iteration"] >= args.num_iterations and "nothing left: give more --total-timesteps")
     if args.num_iterations == 0:
         print(f"{SCRIPT}: warning: the run ends before its first gradient step (--total-timesteps below one batch)")
-    if args.capture_video:
-        os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # rgb_array rendering needs no display
+    os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # rgb_array rendering needs no display (and SDL then stays quiet)
     run_time = int(time.time())
     while os.path.exists(f"runs/{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"):
         run_time += 1  # a run that started in the same second owns that name
@@ -240,7 +243,6 @@ if __name__ == "__main__":
     writer = SummaryWriter(f"runs/{run_name}", purge_step=args.resume and checkpoint["global_step"] + 1)  # drops later steps
     writer.add_text("hyperparameters", "|param|value|\n|-|-|\n" + "\n".join(f"|{k}|{v}|" for k, v in vars(args).items()))
     uploaded_videos = set()  # W&B gets each finished video once (RecordVideo has no W&B hook)
-
     random.seed(args.seed)
     np.random.seed(args.seed)
     torch.manual_seed(args.seed)
@@ -248,7 +250,6 @@ if __name__ == "__main__":
     device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
     envs = make_env(args.env_id, args.num_envs, args.capture_video, run_name)
     envs.action_space.seed(args.seed)
-
     agent = Agent(envs.single_observation_space.shape[0], envs.single_action_space.n).to(device)
     optimizer = optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5)
     obs = torch.zeros((args.num_steps, args.num_envs) + envs.single_observation_space.shape).to(device)
@@ -260,13 +261,16 @@ if __name__ == "__main__":
         agent.load_state_dict(checkpoint["agent"])
         optimizer.load_state_dict(checkpoint["optimizer"])
         global_step, start, rng = checkpoint["global_step"], checkpoint["iteration"] + 1, checkpoint["rng"]
-        np.random.set_state(rng[0])
-        torch.set_rng_state(rng[1])
-        torch.cuda.set_rng_state_all(rng[2])
-    # Ctrl-C or SIGTERM in training ends the run after the iteration under way (a whole checkpoint); a second, at once
+        for set_state, state in zip((np.random.set_state, torch.set_rng_state, torch.cuda.set_rng_state_all), rng):
+            set_state(state)
     stop, training = [], True
+    def on_signal(signum, frame):  # the first Ctrl-C or SIGTERM in training ends the run after the step under way, so
+        if training and not stop:  # that its checkpoint is whole; a second one, or one after training, at once
+            return stop.append(signum)
+        print(f"{SCRIPT}: stopped at once by {signal.Signals(signum).name}; files written before stay", file=sys.stderr)
+        sys.exit(128 + signum)
     for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, lambda signum, frame: stop.append(signum) if training and not stop else sys.exit(128 + signum))
+        signal.signal(signum, on_signal)
     start_time, start_step, last_print = time.time(), global_step, time.time()
     next_obs = torch.as_tensor(envs.reset(seed=args.seed + global_step)[0], dtype=torch.float32, device=device)
     for iteration in range(start, args.num_iterations + 1):
@@ -383,19 +387,19 @@ if __name__ == "__main__":
             last_print = time.time()
             recent = f"{np.mean(recent_returns):.2f}" if recent_returns else "n/a"
             left = (args.num_iterations - iteration) * args.batch_size / max(sps, 1)  # seconds, at the current speed
-            print(f"global_step={global_step}, {global_step / args.total_timesteps:.0%} of {args.total_timesteps}, "
+            print(f"global_step={global_step}, {global_step / args.total_timesteps:.1%} of {args.total_timesteps}, "
                   f"episodic_return(last {len(recent_returns)})={recent}, SPS={sps}, "
                   f"{left // 3600:.0f}:{time.strftime('%M:%S', time.gmtime(left))} left", flush=True)  # fmt: skip
         for path in sorted(set(glob.glob(f"videos/{run_name}/*.mp4")) - uploaded_videos) if args.track else []:
             uploaded_videos.add(path)
             wandb.log({"videos": wandb.Video(path, format="mp4")})
-        if args.checkpoint_every and (stop or iteration % args.checkpoint_every == 0):  # written whole, then renamed
+        if args.checkpoint_every and (stop or iteration % args.checkpoint_every == 0 or iteration == args.num_iterations):
             writer.flush()  # the log on disk reaches the checkpoint: a killed run loses only the steps after it
             rng = (np.random.get_state(), torch.get_rng_state(), torch.cuda.get_rng_state_all())
             torch.save({"args": asdict(args), "run_name": run_name, "wandb_id": wandb.run.id if args.track else None,
                         "agent": agent.state_dict(), "optimizer": optimizer.state_dict(), "global_step": global_step,
                         "iteration": iteration, "rng": rng}, f"runs/{run_name}/checkpoint.tmp")  # fmt: skip
-            os.replace(f"runs/{run_name}/checkpoint.tmp", f"runs/{run_name}/checkpoint.pt")
+            os.replace(f"runs/{run_name}/checkpoint.tmp", f"runs/{run_name}/checkpoint.pt")  # whole, or the last one stays
         if stop:
             break
     training = False  # from here a signal stops the run at once; a saved model stays

@@ -133,8 +133,13 @@ def find_runs(runs_dir: str) -> list[Run]:
 
 
 def _accumulator(run_dir: str):
+    import logging
+
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
+    # a resumed run (--resume) logs a restart marker, and the accumulator warns as it drops the points the
+    # interrupted run wrote after its checkpoint: that is the intended purge, not a problem to report
+    logging.getLogger("tensorboard").setLevel(logging.ERROR)
     accumulator = EventAccumulator(run_dir, size_guidance={"scalars": 0, "tensors": 0})
     accumulator.Reload()
     return accumulator

@@ -164,7 +164,7 @@ def check_video_refusals(script, cwd, fork_script):
 
 
 PROGRESS_LINE = re.compile(
-    r"global_step=\d+, \d+% of \d+, episodic_(return|length)\(last \d+\)=(-?[\d.]+|n/a), "
+    r"global_step=\d+, \d+\.\d% of \d+, episodic_(return|length)\(last \d+\)=(-?[\d.]+|n/a), "
     r"(distill_coeff=[\d.]+, )?SPS=\d+, \d+:\d\d:\d\d left"
 )
 

@@ -93,7 +93,7 @@ def test_a_run_killed_with_sigkill_resumes_where_its_checkpoint_left_it(
     resumed = run_script(script, "--resume", run_dir, cwd=workdir)
     check_ok(resumed)
     assert only_run_dir(workdir) == run_dir  # the same run folder, no new one
-    assert f"global_step={total}, 100% of {total}," in resumed.stdout
+    assert f"global_step={total}, 100.0% of {total}," in resumed.stdout
     # the log goes on from the checkpoint: each point once, whatever the killed run had logged after it
     for tag in tags:
         steps, _ = read_scalars(str(run_dir), tag)
@@ -105,12 +105,29 @@ def test_a_run_killed_with_sigkill_resumes_where_its_checkpoint_left_it(
     assert len(list(run_dir.glob("events.out.tfevents.*"))) == 2  # one log per part, in the same folder
 
 
-DRIVER = """
-import pickle, runpy, sys
+UP_TO_THE_LOOP = """
+import pickle, signal, sys
 import numpy as np
-script, checkpoint, total, out = sys.argv[1:]
-sys.argv = [script, "--resume", checkpoint, "--total-timesteps", total]
-run = runpy.run_path(script, run_name="__main__")  # the run's globals, after a loop with nothing left to do
+script, out, *args = sys.argv[1:]
+sys.argv = [script, *args]
+handlers = []
+
+
+class AtTheLoop(Exception):
+    pass
+
+
+def set_handler(signum, handler):  # the scripts set their handlers right before the loop, after --resume's restore
+    handlers.append(handler)
+    raise AtTheLoop
+
+
+signal.signal = set_handler
+run = {"__name__": "__main__", "__file__": script}
+try:
+    exec(compile(open(script).read(), script, "exec"), run)
+except AtTheLoop:
+    pass
 state = {"global_step": run["global_step"]}
 if "agent" in run:  # a torch PPO script
     import torch
@@ -123,6 +140,10 @@ else:  # a JAX Q-learning script
               "rng": (np.random.get_state(), run["envs"].action_space.np_random.bit_generator.state)}
 with open(out, "wb") as f:
     pickle.dump(state, f)
+# the handler: in training, the first signal is noted and the run goes on; a second one stops it at once
+handlers[0](signal.SIGINT, None)
+assert run["stop"] == [signal.SIGINT]
+handlers[0](signal.SIGTERM, None)  # exits with 143 and its line
 """
 
 
@@ -153,14 +174,39 @@ def test_resume_restores_the_saved_state_exactly(script, flags, every, kill_at, 
     path, saved = wait_for_checkpoint(workdir, process, kill_at)
     process.kill()
     process.communicate()
-    # resumed with the budget it had reached, the run restores its state and has no step left to change it: the
-    # weights, the optimizer's state and learning rate, the replay memory, the counters and every random generator
+    # the resumed run, stopped where its loop would start: the weights, the optimizer's state and learning rate,
+    # the replay memory, the counters and every random generator are the saved ones
     restored_path = workdir / "restored.pkl"
-    driver = [sys.executable, "-c", DRIVER, str(SCRIPTS / script), str(path), str(saved["global_step"]), str(restored_path)]
-    check_ok(subprocess.run(driver, cwd=workdir, env=script_env(), capture_output=True, text=True, timeout=300))
+    driver = [sys.executable, "-c", UP_TO_THE_LOOP, str(SCRIPTS / script), str(restored_path), "--resume", str(path)]
+    result = subprocess.run(driver, cwd=workdir, env=script_env(), capture_output=True, text=True, timeout=300)
     with open(restored_path, "rb") as f:
         restored = pickle.load(f)
     assert_same(restored, {key: saved[key] for key in restored})
+    # and a second signal in training stops the run at once, in one line
+    assert result.returncode == 143 and "Traceback" not in result.stderr, result.stderr
+    assert result.stderr.strip().splitlines()[-1] == f"{script}: stopped at once by SIGTERM; files written before stay"
+
+
+def test_resume_refuses_what_it_cannot_continue_and_extends_a_finished_run(workdir, fork_script):
+    check_ok(run_script("ppo.py", "--total-timesteps", 1024, "--checkpoint-every", 5, cwd=workdir))
+    run_dir = only_run_dir(workdir)
+    checkpoint = read_checkpoint(run_dir / "checkpoint.pt")
+    assert checkpoint["iteration"] == 2  # written at the end of training too, not only every 5 iterations
+    logs = sorted(run_dir.glob("events.out.tfevents.*"))
+    # nothing left to train at its own budget; another game for the saved networks; a copy of the run elsewhere
+    result = fork_script("ppo.py", "--resume", run_dir, cwd=workdir)
+    assert result.returncode == 2 and "ppo.py: nothing left: give more --total-timesteps" in result.stderr, result.stderr
+    result = fork_script("ppo.py", "--resume", run_dir, "--env-id", "Acrobot-v1", "--total-timesteps", 2048, cwd=workdir)
+    assert result.returncode == 2 and "ppo.py: --env-id cannot change on --resume" in result.stderr, result.stderr
+    copy = workdir / "elsewhere" / run_dir.name
+    shutil.copytree(run_dir, copy)
+    result = fork_script("ppo.py", "--resume", copy, "--total-timesteps", 2048, cwd=workdir)
+    assert result.returncode == 2 and f"start in the folder holding runs/{run_dir.name}/" in result.stderr, result.stderr
+    assert sorted(run_dir.glob("events.out.tfevents.*")) == logs  # a refused resume wrote nothing
+    # a larger budget goes on from the end
+    check_ok(run_script("ppo.py", "--resume", run_dir, "--total-timesteps", 2048, cwd=workdir))
+    steps, _ = read_scalars(str(run_dir), "charts/SPS")
+    assert list(steps) == [512, 1024, 1536, 2048]
 
 
 SIGNALLED = [("ppo.py", signal.SIGINT), ("ppo.py", signal.SIGTERM), ("c51_jax.py", signal.SIGTERM)]
@@ -206,16 +252,17 @@ def test_the_progress_line_gives_the_share_done_and_the_time_left(workdir):
     result = run_script("ppo.py", "--total-timesteps", 2048, cwd=workdir)
     check_ok(result)
     last = [line for line in result.stdout.splitlines() if line.startswith("global_step=")][-1]
-    assert last.startswith("global_step=2048, 100% of 2048, episodic_return(last ") and last.endswith(", 0:00:00 left")
+    assert last.startswith("global_step=2048, 100.0% of 2048, episodic_return(last ") and last.endswith(", 0:00:00 left")
 
 
 @pytest.mark.parametrize("script", ["ppo.py", "ppo_atari.py", "c51_jax.py"])
 def test_an_unreadable_resume_path_exits_2_in_one_line(script, workdir, fork_script):
+    what = f"(a run folder of {script} or its checkpoint.pt): "
     result = fork_script(script, "--resume", "runs/nothing-here", cwd=workdir)
-    check_refused(result, script, "cannot resume from runs/nothing-here: ", workdir)
+    check_refused(result, script, f"cannot resume from runs/nothing-here {what}[Errno 2] No such file", workdir)
     (workdir / "not-a-checkpoint").write_text("hello")
     result = fork_script(script, "--resume", "not-a-checkpoint", cwd=workdir)
-    assert result.returncode == 2 and "cannot resume from not-a-checkpoint: " in result.stderr, result.stderr
+    assert result.returncode == 2 and f"cannot resume from not-a-checkpoint {what}" in result.stderr, result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
 
 

@@ -133,7 +133,7 @@ def test_default_flags_log_every_game_once(workdir):
     result = run_script(SCRIPT, *TINY, cwd=workdir)
     check_ok(result)
     assert "pong_v3: 1 game(s) of 2 players; time limit 128 frames" in result.stdout
-    assert "global_step=128, 100% of 128, episodic_length(last 2)=32.0, SPS=" in result.stdout
+    assert "global_step=128, 100.0% of 128, episodic_length(last 2)=32.0, SPS=" in result.stdout
     run_dir = str(only_run_dir(workdir))
     for tag in PPO_TAGS:
         assert list(read_scalars(run_dir, tag)[0]) == [64, 128], tag
