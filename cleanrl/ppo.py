@@ -205,8 +205,8 @@ if __name__ == "__main__":
         except Exception as e:
             exit_if(f"cannot resume from {path} (a run folder of {SCRIPT} or its checkpoint.pt): {e}")
         exit_if(args.env_id != checkpoint["args"]["env_id"] and "--env-id cannot change on --resume: the networks fit it")
-        exit_if(os.path.realpath(path) != os.path.realpath(f"runs/{checkpoint['run_name']}/checkpoint.pt") and f"start "
-                f"in the folder holding runs/{checkpoint['run_name']}/, where the run goes on ({path} is elsewhere)")
+        exit_if(os.path.realpath(path) != os.path.realpath(f"runs/{checkpoint['run_name']}/checkpoint.pt") and f"resume "
+                f"runs/{checkpoint['run_name']} from the folder that holds it, where the run goes on ({path} is elsewhere)")
     try:  # unknown ids, missing modules or extras all mean this env cannot be made
         env = gym.make(args.env_id)
     except Exception as e:

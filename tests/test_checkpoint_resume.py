@@ -200,7 +200,7 @@ def test_resume_refuses_what_it_cannot_continue_and_extends_a_finished_run(workd
     copy = workdir / "elsewhere" / run_dir.name
     shutil.copytree(run_dir, copy)
     result = fork_script("ppo.py", "--resume", copy, "--total-timesteps", 2048, cwd=workdir)
-    assert result.returncode == 2 and f"start in the folder holding runs/{run_dir.name}/" in result.stderr, result.stderr
+    assert result.returncode == 2 and f"resume runs/{run_dir.name} from the folder that holds it" in result.stderr
     assert sorted(run_dir.glob("events.out.tfevents.*")) == logs  # a refused resume wrote nothing
     # a larger budget goes on from the end
     check_ok(run_script("ppo.py", "--resume", run_dir, "--total-timesteps", 2048, cwd=workdir))
