@@ -374,7 +374,7 @@ if __name__ == "__main__":
         if args.checkpoint_every and (stop or last or steps_crossed(previous_step, global_step, args.checkpoint_every)):
             writer.flush()  # the log on disk reaches the checkpoint: a killed run loses only the steps after it
             rng = (np.random.get_state(), envs.action_space.np_random.bit_generator.state)
-            with open(f"runs/{run_name}/checkpoint.tmp", "wb") as f:  # written whole, then renamed
+            with open(f"runs/{run_name}/checkpoint.tmp", "wb") as f:
                 pickle.dump({"args": asdict(args), "run_name": run_name, "wandb_id": wandb.run.id if args.track else None,
                              "q_state": flax.serialization.to_state_dict(q_state), "rb": vars(rb), "global_step": global_step,
                              "num_updates": num_updates, "rng": rng}, f, protocol=5)  # protocol 5: arrays without a copy
