@@ -328,7 +328,7 @@ def validation_error(args, env):
          f"{env.action_space} actions; {SCRIPT} supports Discrete and MultiDiscrete ones"),
         (not isinstance(obs_space, gym.spaces.Box) or not (len(obs_space.shape) == 1 or image and obs_space.dtype == np.uint8),
          f"{args.env_id} has {obs_space} observations; {SCRIPT} supports 1-D Box ones and 84x84 RGB uint8 images"),
-        (min(getattr(args, k) for k in sizes.split()) < 1, f"--{sizes.replace(' ', ', --').replace('_', '-')} must be at least 1"),
+        (min(getattr(args, k) for k in sizes.split()) < 1, f"--{sizes.replace(' ', ', --')} must be >= 1".replace("_", "-")),
         (args.trxl_dim % max(args.trxl_num_heads, 1), "--trxl-dim must split into --trxl-num-heads heads of equal size"),
         (batch_size % minibatches != 0, f"the batch of {batch_size} steps (--num-envs {args.num_envs} x --num-steps "
          f"{args.num_steps}) does not split into --num-minibatches {minibatches}; pick a divisor of {batch_size}"),
