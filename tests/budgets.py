@@ -96,6 +96,12 @@ VARIANT_TINY = {
         "--num-aux-rollouts", 2, "--e-auxiliary", 2, "--max-episode-steps", 10,
     ],
     "ppo_atari_multigpu.py": ["--total-timesteps", 128, "--local-num-envs", 2, "--num-steps", 32, "--update-epochs", 1],
+    # two iterations of 4 envs x 32 steps on the proof-of-memory task, a small transformer with a sliding window
+    "ppo_trxl.py": [
+        "--env-id", "ProofofMemory-v0", "--total-timesteps", 256, "--num-envs", 4, "--num-steps", 32,
+        "--num-minibatches", 2, "--update-epochs", 1, "--trxl-num-layers", 1, "--trxl-dim", 32, "--trxl-num-heads", 2,
+        "--trxl-memory-length", 8,
+    ],
     "ppo_atari_envpool.py": [
         "--total-timesteps", 128, "--num-envs", 2, "--num-steps", 32, "--update-epochs", 1, "--max-episode-steps", 40,
     ],

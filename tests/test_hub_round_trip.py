@@ -48,6 +48,7 @@ ALGORITHM = {
     "ddpg_continuous_action.py": "DDPG",
     "sac_atari.py": "SAC-discrete",
     "ppo_atari_lstm.py": "PPO-LSTM",
+    "ppo_trxl.py": "PPO-TrXL",
     "ppo_rnd_envpool.py": "PPO-RND",
     "pqn_atari_envpool.py": "PQN",
     "pqn_atari_envpool_lstm.py": "PQN-LSTM",
