@@ -28,6 +28,13 @@ PPO_RUN = ["--total-timesteps", 51200, "--num-envs", 4, "--num-steps", 128]
 PPO_ATARI_RUN = ["--total-timesteps", 768, "--num-envs", 2, "--num-steps", 32, "--update-epochs", 1]
 # CartPole, a loss point every 1000 steps from step 2000: about 40 s on one core
 C51_JAX_RUN = ["--total-timesteps", 60000, "--learning-starts", 1000]
+# the proof-of-memory task at 4 envs x 32 steps = 128 steps an iteration, 40 iterations, a small transformer
+TRXL_RUN = [
+    "--total-timesteps", 5120, "--env-id", "ProofofMemory-v0", "--num-envs", 4, "--num-steps", 32, "--num-minibatches", 2,
+    "--trxl-num-layers", 1, "--trxl-dim", 32, "--trxl-num-heads", 2, "--trxl-memory-length", 8,
+]  # fmt: skip
+# its learning rate anneals over --anneal-steps, not over the run: the tags but that one, and its entropy coefficient
+TRXL_TAGS = [tag for tag in PPO_TAGS if tag != "charts/learning_rate"] + ["charts/entropy_coefficient"]
 
 
 def start(script, *args, cwd):
@@ -76,6 +83,7 @@ KILLED = [
     ("ppo.py", PPO_RUN, 4, 4096, PPO_TAGS, 512, 512),
     ("ppo_atari.py", PPO_ATARI_RUN, 2, 256, PPO_TAGS, 64, 64),
     ("c51_jax.py", C51_JAX_RUN, 2000, 8000, ["losses/loss", "losses/q_values", "charts/epsilon"], 2000, 1000),
+    ("ppo_trxl.py", TRXL_RUN, 4, 2048, TRXL_TAGS, 128, 128),
 ]
 
 
@@ -164,7 +172,7 @@ def assert_same(restored, saved, where="checkpoint"):
         assert restored == saved, where
 
 
-RESTORED = [("ppo.py", PPO_RUN, 3, 1536), ("c51_jax.py", C51_JAX_RUN, 2000, 4000)]
+RESTORED = [("ppo.py", PPO_RUN, 3, 1536), ("c51_jax.py", C51_JAX_RUN, 2000, 4000), ("ppo_trxl.py", TRXL_RUN, 3, 1536)]
 
 
 @pytest.mark.parametrize("script,flags,every,kill_at", RESTORED, ids=[r[0] for r in RESTORED])
@@ -323,3 +331,4 @@ def test_checkpoints_are_off_for_short_runs_and_on_for_the_main_job():
     assert load_script("ppo").Args().checkpoint_every == 0  # CartPole: a few minutes
     assert load_script("c51_jax").Args().checkpoint_every == 0
     assert load_script("ppo_atari").Args().checkpoint_every > 0  # Breakout, 10M steps: hours
+    assert load_script("ppo_trxl").Args().checkpoint_every > 0  # Memory Gym, 200M steps: days
