@@ -119,8 +119,9 @@ class Args:
 class ProofOfMemory(gym.Env):
     """Upstream's proof-of-memory task: on a line of 11 cells the agent starts in one of the middle 5 and steps left or
     right (Discrete(2)) to one of the two ends. One end pays +1.6 and ends the episode, the other -1.6; each other step
-    costs 0.1. Which end pays is shown (observation [left, position, right], ends +1 or -1) for the first 2 steps, during
-    which the agent cannot move; then both ends read 0. Drawn from `reset(seed=...)` (upstream uses NumPy's global RNG)."""
+    costs 0.1. Which end pays is shown (observation [left, position, right], ends +1 or -1) at reset and after each of the
+    first 2 steps, during which the agent cannot move; then both ends read 0. Drawn from `reset(seed=...)` (upstream
+    uses NumPy's global RNG)."""
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 4}
 
@@ -130,7 +131,7 @@ class ProofOfMemory(gym.Env):
         self.observation_space = gym.spaces.Box(-1.0, 1.0, (3,), np.float32)
 
     def _obs(self):
-        shown = self.steps < 2
+        shown = self.steps <= 2
         return np.array([self.goals[0] * shown, self.position / 5, self.goals[1] * shown], dtype=np.float32)
 
     def reset(self, *, seed=None, options=None):
@@ -151,7 +152,7 @@ class ProofOfMemory(gym.Env):
     def render(self):  # 11 cells of 40x40 pixels: the agent blue, the ends green/red while shown, then grey
         colours = {1.0: (0, 200, 0), -1.0: (220, 0, 0), 0.0: (160, 160, 160)}
         cells = np.full((11, 3), 255, np.uint8)
-        cells[[0, 10]] = [colours[g * (self.steps < 2)] for g in self.goals]
+        cells[[0, 10]] = [colours[g * (self.steps <= 2)] for g in self.goals]
         cells[self.position + 5] = (0, 0, 255)
         return np.repeat(np.repeat(cells[None], 40, axis=0), 40, axis=1)
 

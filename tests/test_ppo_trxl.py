@@ -113,15 +113,15 @@ def play(env, seed, actions):
     return seen, rewards, False, False
 
 
-def test_proof_of_memory_shows_the_goal_twice_then_hides_it(trxl):
+def test_proof_of_memory_shows_the_goal_while_the_agent_is_frozen_then_hides_it(trxl):
     import gymnasium as gym
 
     env = gym.make("ProofofMemory-v0")
-    seen, _, _, _ = play(env, 3, [0, 0])
+    seen, _, _, _ = play(env, 3, [0, 0, 1])
     left, position, right = seen[0]
     assert sorted([left, right]) == [-1.0, 1.0] and position in (-0.4, -0.2, 0.0, 0.2, 0.4)
-    assert np.array_equal(seen[1], seen[0])  # frozen while shown
-    assert seen[2][0] == seen[2][2] == 0.0 and seen[2][1] == position  # hidden at the third observation
+    assert np.array_equal(seen[1], seen[0]) and np.array_equal(seen[2], seen[0])  # 2 steps frozen, the goal shown
+    assert seen[3][0] == seen[3][2] == 0.0 and seen[3][1] == pytest.approx(position + 0.2)  # moved; hidden from now
     # walking to the paying end: 2 frozen steps (0 each), -0.1 a step, +1.6 at the end
     toward = int(right == 1.0)
     cells = round((1.0 - abs(position)) / 0.2) if (position >= 0) == bool(toward) else round((1.0 + abs(position)) / 0.2)
