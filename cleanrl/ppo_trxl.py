@@ -33,6 +33,10 @@ from torch.utils.tensorboard import SummaryWriter
 
 SCRIPT = os.path.basename(__file__)
 MEMORY_GYM = re.compile(r"(Endless-)?(MortarMayhem|MortarMayhemB|MysteryPath|SearingSpotlights)(-Grid)?-v\d+")
+os.environ.setdefault("SDL_AUDIODRIVER", "dummy")  # Memory Gym's pygame would look for a sound card
+for registrar in ("minigrid", "memory_gym"):  # optional; each registers its tasks on import (also for enjoy and tests)
+    if importlib.util.find_spec(registrar):
+        importlib.import_module(registrar)
 
 
 @dataclass
@@ -105,7 +109,7 @@ class Args:
     trxl_dim: int = 384
     """the dimension of the transformer"""
     trxl_memory_length: int = 119
-    """the length of TrXL's sliding memory window (at most the episode's time limit)"""
+    """the length of TrXL's sliding memory window: a step sees the L - 1 steps before it (cut to the time limit)"""
     trxl_positional_encoding: Literal["absolute", "learned", "none", ""] = "absolute"
     """the positional encoding of the cached states: sinusoids, learned, or none ("" is none too)"""
     reconstruction_coef: float = 0.0
@@ -167,8 +171,6 @@ def make_one(env_id, render_mode=None):
 
         env = gym.make(env_id, agent_view_size=3, tile_size=28, max_episode_steps=96, render_mode=render_mode)
         return ImgObsWrapper(RGBImgPartialObsWrapper(env, tile_size=28))
-    if MEMORY_GYM.fullmatch(env_id) and importlib.util.find_spec("memory_gym"):
-        importlib.import_module("memory_gym")  # registers its tasks
     env = gym.make(env_id, render_mode=render_mode)
     if env.spec.max_episode_steps is None:  # Memory Gym's tasks know their limit after a reset; endless ones have none
         env.reset()
@@ -390,11 +392,14 @@ if __name__ == "__main__":
             args = tyro.cli(Args, default=Args(**checkpoint["args"]))
         except Exception as e:
             exit_if(f"cannot resume from {path} (a run folder of {SCRIPT} or its checkpoint.pt): {e}")
-        exit_if(args.env_id != checkpoint["args"]["env_id"] and "--env-id cannot change on --resume: the networks fit it")
+        fixed = ["env_id", "trxl_num_layers", "trxl_num_heads", "trxl_dim", "trxl_positional_encoding", "reconstruction_coef"]
+        changed = [k for k in fixed if getattr(args, k) != checkpoint["args"][k] and (k != "reconstruction_coef" or
+                   (args.reconstruction_coef > 0) != (checkpoint["args"][k] > 0))]  # a coefficient may change; not 0 <-> > 0
+        exit_if(changed and f"--{changed[0].replace('_', '-')} cannot change on --resume: the saved networks fit "
+                f"{checkpoint['args'][changed[0]]!r}")
         exit_if(os.path.realpath(path) != os.path.realpath(f"runs/{checkpoint['run_name']}/checkpoint.pt") and f"resume "
                 f"runs/{checkpoint['run_name']} from the folder that holds it, where the run goes on ({path} is elsewhere)")
     os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # rgb_array rendering needs no display (and SDL then stays quiet)
-    os.environ.setdefault("SDL_AUDIODRIVER", "dummy")  # Memory Gym's pygame would look for a sound card
     exit_if(MEMORY_GYM.fullmatch(args.env_id) and not importlib.util.find_spec("memory_gym") and f"{args.env_id} is a "
             "Memory Gym task, and memory-gym 1.0.2 pins gymnasium==0.29.0 and pygame==2.4.0, so it does not install beside "
             "Gymnasium 1.x; `pip install --no-deps memory-gym==1.0.2` runs it, or try --env-id ProofofMemory-v0")
@@ -517,7 +522,7 @@ if __name__ == "__main__":
                         writer.add_scalar("charts/episodic_return", episode["r"][i], global_step)
                         writer.add_scalar("charts/episodic_length", episode["l"][i], global_step)
             for i in np.nonzero(termination | truncation)[0]:  # the ended episode's memory stays for the update
-                episodes[episode_id[i]] = memory[i].clone()
+                episodes[episode_id[i]] = memory[i, : episode_step[i] + 1].clone()
                 memory[i], episode_id[i] = 0, len(episodes)
                 episodes.append(None)
             episode_step = torch.where(dones[step].bool(), 0, episode_step + 1)
@@ -529,8 +534,12 @@ if __name__ == "__main__":
                 rewards, values, dones, terminations, final_values, next_value, args.gamma, args.gae_lambda
             )
         for i in range(args.num_envs):  # the episodes still under way, as far as they went
-            episodes[episode_id[i]] = memory[i].clone()
-        b_memories = torch.stack(episodes)  # (episodes, max_episode_steps + 1, layers, dim)
+            episodes[episode_id[i]] = memory[i, : episode_step[i]].clone()
+        # (episodes, the longest one or the window, layers, dim), zero-padded: only the steps an episode took are kept
+        b_memories = torch.zeros((len(episodes), max(args.trxl_memory_length, *map(len, episodes))) + memory.shape[2:])
+        for j, episode in enumerate(episodes):
+            b_memories[j, : len(episode)] = episode
+        b_memories = b_memories.to(device)
 
         b_obs = obs.reshape((-1,) + obs_shape)
         b_logprobs = logprobs.reshape(-1, len(nvec))

@@ -21,6 +21,7 @@ from conftest import (
     final_return,
     load_script,
     only_run_dir,
+    run_benchmark,
     run_copied_alone,
     run_script,
     script_env,
@@ -194,6 +195,13 @@ def test_minigrid_images_with_the_reconstruction_loss(workdir):
     assert list(steps) == [64, 128] and all(0 < loss < 1 for loss in losses)  # binary cross-entropy of pixels in [0, 1]
     _, returns = read_scalars(str(run_dir), "eval/episodic_return")
     assert len(returns) == 10  # MiniGrid's episodes are cut at 96 steps, so evaluation ends
+    # enjoy plays the saved model: importing the script registers MiniGrid's ids
+    model = run_dir / "ppo_trxl.cleanrl_model"
+    command = [sys.executable, "-m", "cleanrl_utils.enjoy", "--exp-name", "ppo_trxl", "--model-path", str(model),
+               "--eval-episodes", "2"]  # fmt: skip
+    result = subprocess.run(command, cwd=workdir, env=script_env(), capture_output=True, text=True, timeout=300)
+    check_ok(result)
+    assert "ppo_trxl on MiniGrid-MemoryS9-v0" in result.stdout and "over 2 episodes" in result.stdout
 
 
 @pytest.fixture(scope="module")
@@ -245,6 +253,23 @@ def test_bad_input_exits_2_with_one_line_and_creates_nothing(flags, message, wor
         assert result.returncode == 2 and list(workdir.iterdir()) == [], result.stderr
 
 
+def test_resume_refuses_flags_the_saved_networks_do_not_fit(workdir, fork_script):
+    check_ok(run_script(SCRIPT, *TINY, cwd=workdir))  # a checkpoint at its end
+    run_dir = only_run_dir(workdir)
+    before = sorted(p.name for p in run_dir.iterdir())
+    for flags, message in [
+        (["--trxl-dim", 16], "--trxl-dim cannot change on --resume: the saved networks fit 32"),
+        (["--trxl-positional-encoding", "learned"], "--trxl-positional-encoding cannot change on --resume"),
+        (["--trxl-num-layers", 2], "--trxl-num-layers cannot change on --resume"),
+    ]:
+        result = fork_script(SCRIPT, "--resume", run_dir, "--total-timesteps", 512, *flags, cwd=workdir)
+        assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1, result.stderr
+        assert result.stderr.startswith(f"{SCRIPT}: {message}"), result.stderr
+        assert sorted(p.name for p in run_dir.iterdir()) == before  # nothing written into the run
+    # a longer budget with another window length goes on: the networks do not depend on it
+    check_ok(run_script(SCRIPT, "--resume", run_dir, "--total-timesteps", 384, "--trxl-memory-length", 4, cwd=workdir))
+
+
 def test_track_without_a_wandb_login_exits_2_and_leaves_nothing(workdir, tmp_path_factory, fork_script):
     env = {"WANDB_MODE": "online", "HOME": str(tmp_path_factory.mktemp("home"))}
     result = fork_script(SCRIPT, *TINY, "--track", cwd=workdir, env=env, unset=["WANDB_API_KEY"])
@@ -265,6 +290,17 @@ def test_compute_gae_is_ppo_s(trxl):
     args = (rewards, values, dones, terminations, final_values, torch.randn(2), 0.995, 0.95)
     for mine, theirs in zip(trxl.compute_gae(*args), ppo.compute_gae(*args)):
         torch.testing.assert_close(mine, theirs)
+
+
+def test_benchmark_script_runs_both_published_commands_and_reports(tmp_path):
+    # the published flags, cut to 2 iterations of 2 envs x 64 steps by the extra flags (the last of a flag wins)
+    tiny = ["--num-envs", 2, "--num-steps", 64, "--total-timesteps", 256]
+    envs = "ProofofMemory-v0 MiniGrid-MemoryS9-v0"
+    result = run_benchmark(["bash", "benchmark/ppo_trxl.sh", *tiny], tmp_path, ENVS=envs, SEEDS="1", WORKERS="1")
+    assert "Maximum resident set size" in result.stdout and result.stdout.count("eval/episodic_return over 10") == 2
+    report = (tmp_path / "ppo_trxl" / "report.md").read_text()
+    assert "ProofofMemory-v0" in report and "MiniGrid-MemoryS9-v0" in report
+    assert (tmp_path / "ppo_trxl" / "MiniGrid-MemoryS9-v0.png").is_file()
 
 
 @pytest.mark.learning
