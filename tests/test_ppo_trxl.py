@@ -294,7 +294,7 @@ def test_compute_gae_is_ppo_s(trxl):
 
 def test_benchmark_script_runs_both_published_commands_and_reports(tmp_path):
     # the published flags, cut to 2 iterations of 2 envs x 64 steps by the extra flags (the last of a flag wins)
-    tiny = ["--num-envs", 2, "--num-steps", 64, "--total-timesteps", 256]
+    tiny = ["--num-envs", "2", "--num-steps", "64", "--total-timesteps", "256"]
     envs = "ProofofMemory-v0 MiniGrid-MemoryS9-v0"
     result = run_benchmark(["bash", "benchmark/ppo_trxl.sh", *tiny], tmp_path, ENVS=envs, SEEDS="1", WORKERS="1")
     assert "Maximum resident set size" in result.stdout and result.stdout.count("eval/episodic_return over 10") == 2
