@@ -157,7 +157,8 @@ def test_the_update_sees_each_step_as_the_rollout_did(encoding, workdir):
     # end by termination and by truncation inside the rollouts
     flags = ["--env-id", "ProofofMemory-v0", "--total-timesteps", 512, "--num-envs", 4, "--num-steps", 64,
              "--num-minibatches", 1, "--update-epochs", 1, "--clip-coef", 1e-4, "--trxl-memory-length", 3,
-             "--trxl-num-layers", 2, "--trxl-dim", 16, "--trxl-num-heads", 2, "--trxl-positional-encoding", encoding]  # fmt: skip
+             "--trxl-num-layers", 2, "--trxl-dim", 16, "--trxl-num-heads", 2,
+             "--trxl-positional-encoding", encoding]  # fmt: skip
     check_ok(run_script(SCRIPT, *flags, cwd=workdir))
     run_dir = only_run_dir(workdir)
     _, kl = read_scalars(str(run_dir), "losses/old_approx_kl")
