@@ -169,13 +169,37 @@ PROGRESS_LINE = re.compile(
 )
 
 
+_BARE_PYTHON = []
+
+
+def bare_python():
+    """A Python that has the project's dependencies but not the project (script contract §1, §7): a venv without pip
+    whose `deps.pth` holds the path of this Python's site-packages. A path line adds the folder to `sys.path`
+    without running the `.pth` files in it, so torch, gymnasium and the rest import and the editable install's
+    finder (which makes `cleanrl_utils` importable from any folder) does not load. Made once per process."""
+    if not _BARE_PYTHON:
+        import sysconfig
+
+        folder = Path(tempfile.mkdtemp(prefix="cleanrl-bare-python-"))
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder)], check=True)
+        version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+        (folder / "lib" / version / "site-packages" / "deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+        python = folder / "bin" / "python"
+        probe = "import importlib.util, torch, gymnasium; assert importlib.util.find_spec('cleanrl_utils') is None"
+        subprocess.run([str(python), "-c", probe], check=True, cwd=folder)
+        _BARE_PYTHON.append(python)
+    return _BARE_PYTHON[0]
+
+
 def run_copied_alone(script, *args, tmp_path):
-    """Copies cleanrl/<script> alone into an empty folder (a researcher's copy-and-edit) and runs it there with
-    `args` and --capture-video, --save-model and --track (W&B offline): every output path in one run. Checks what
-    such a run must leave: progress lines in the standard form (`PROGRESS_LINE`), training and evaluation
-    videos, a checkpoint of tensors and plain values that loads with weights_only=True (a JAX script's: a flax
-    msgpack file of arrays and plain values), 10 `eval/episodic_return` points, an offline W&B run that got every
-    video. Returns (run_dir, checkpoint, eval_returns).
+    """Copies cleanrl/<script> alone into an empty folder (a researcher's copy-and-edit) and runs it there, with a
+    Python that has the dependencies but not this project (`bare_python`), with `args` and --capture-video,
+    --save-model and --track (W&B offline): every output path in one run. Checks what such a run must leave:
+    progress lines in the standard form (`PROGRESS_LINE`), training and evaluation videos, a checkpoint of tensors
+    and plain values that loads with weights_only=True (a JAX script's: a flax msgpack file of arrays and plain
+    values), 10 `eval/episodic_return` points, an offline W&B run that got every video; a checkpoint cadence that
+    is on by default says in one line that it is off, and `--resume` and `--upload-model` stop at start-up with
+    exit code 2 and one line naming cleanrl_utils. Returns (run_dir, checkpoint, eval_returns).
     """
     from cleanrl_utils.report import read_scalars
 
@@ -183,8 +207,18 @@ def run_copied_alone(script, *args, tmp_path):
     alone.mkdir()
     shutil.copy(SCRIPTS / script, alone / script)
     env = script_env() | {"WANDB_MODE": "offline"}
-    result = run_script(alone / script, *args, "--capture-video", "--save-model", "--track", cwd=alone, env=env)
+    python, refused_in = str(bare_python()), tmp_path / "refused"
+    refused_in.mkdir()
+    for flag in (["--resume", "runs"], ["--upload-model", "--save-model"]):
+        command = [python, str(alone / script), *map(str, args), *flag]
+        refused = subprocess.run(command, cwd=refused_in, env=env, capture_output=True, text=True, timeout=600)
+        check_refused(refused, script, f"{flag[0]} needs cleanrl_utils (pip install -e . in a cleanrl clone)", refused_in)
+    command = [python, str(alone / script), *map(str, args), "--capture-video", "--save-model", "--track"]
+    result = subprocess.run(command, cwd=alone, env=env, capture_output=True, text=True, timeout=600)
     check_ok(result)
+    off = f"{script}: checkpoints are off: they need cleanrl_utils (pip install -e . in a cleanrl clone)"
+    default_on = bool(re.search(r"^    checkpoint_every: int = [1-9]", (SCRIPTS / script).read_text(), re.M))
+    assert (off in result.stdout.splitlines()) == default_on, result.stdout[-2000:]
     # the progress line: the step, the share of the budget done, the recent score, the speed and the time left
     progress = [line for line in result.stdout.splitlines() if line.startswith("global_step=")]
     assert progress and all(PROGRESS_LINE.fullmatch(line) for line in progress), progress
@@ -202,6 +236,36 @@ def run_copied_alone(script, *args, tmp_path):
     made = list((alone / "videos").glob("*/*.mp4"))
     assert len(list(offline_run.glob("files/media/videos/*.mp4"))) == len(made)
     return run_dir, checkpoint, returns
+
+
+def check_checkpoint_and_resume(script, flags, every, cwd, run=None):
+    """A script's checkpoint and --resume path at a tiny budget (script contract §5): `flags` (which hold
+    --total-timesteps T) with --checkpoint-every `every` run to the end and leave one run folder whose checkpoint.pt
+    is this script's, finished at the run's last step; --resume with --total-timesteps 2T goes on in the same folder
+    and log (a second events file), to a later step, with each point of the `losses/` tags logged once and every
+    tag's steps in order. `run` runs a command line (conftest's `run_script` by default, or the `fork_script`
+    fixture). Returns the run folder."""
+    from cleanrl_utils.checkpoint import read
+    from cleanrl_utils.report import _accumulator
+
+    run = run or run_script
+    flags = [str(f) for f in flags]
+    total = int(flags[flags.index("--total-timesteps") + 1])
+    check_ok(run(script, *flags, "--checkpoint-every", every, cwd=cwd))
+    run_dir = only_run_dir(cwd)
+    first = read(str(run_dir / "checkpoint.pt"), Path(script).name)
+    assert first["finished"] and 0 < first["global_step"] <= total, {k: first[k] for k in ("finished", "global_step")}
+    check_ok(run(script, "--resume", run_dir, "--total-timesteps", 2 * total, cwd=cwd))  # the saved flags, a larger budget
+    assert only_run_dir(cwd) == run_dir and len(list(run_dir.glob("events.out.tfevents.*"))) == 2
+    second = read(str(run_dir / "checkpoint.pt"), Path(script).name)
+    assert second["finished"] and first["global_step"] < second["global_step"] <= 2 * total
+    accumulator = _accumulator(str(run_dir))
+    for tag in accumulator.Tags()["scalars"]:
+        steps = [e.step for e in accumulator.Scalars(tag)]
+        assert steps == sorted(steps), tag
+        if tag.startswith("losses/"):
+            assert len(steps) == len(set(steps)), tag
+    return run_dir
 
 
 def read_checkpoint(path):
