@@ -1,98 +1,145 @@
-"""What a checkpoint costs: its size on disk and the seconds to write (save, then rename) and to read it.
+"""What a checkpoint costs, script by script, at the script's default settings: its size on disk, the seconds to
+write it (the module's atomic write: torch.save, fsync, rename) and to read it back, and the lines the script
+spends on checkpoints.
 
-    OMP_NUM_THREADS=1 python benchmark/checkpoint_cost.py [--out benchmark/results/checkpoint_cost.md]
+    OMP_NUM_THREADS=1 python benchmark/checkpoint_cost.py [--scripts a.py b.py ...] [--fill] [--out FILE.md]
 
-1. ppo_atari.py, measured on the real thing: a Breakout run of 4 iterations with --checkpoint-every 1 writes
-   runs/*/checkpoint.pt; the file is then written again the way the script writes it (torch.save to a temporary
-   name, os.replace) and read back with torch.load, 5 times each, and the medians reported.
-2. dqn_atari.py's replay memory, the part that dominates an off-policy checkpoint: the script's own ReplayBuffer at
-   its default 1,000,000 frames, every page touched, with the Q-network, its target and Adam's state, written as a
-   checkpoint would hold them (the memory's arrays as tensors that share their storage, so torch.save copies
-   nothing first) and read back; 3 times each. dqn_atari.py does not write checkpoints yet (see issue 22).
+Each script runs with its default flags (plus --checkpoint-every 1, so that the module is in use) up to the moment
+its training loop would start: everything it would checkpoint then exists at its default size (networks, optimizers,
+a replay memory of the default --buffer-size). The driver then writes the checkpoint 3 times through the module
+(`Checkpoint.save`) and reads it 3 times (`cleanrl_utils.checkpoint.read`); medians are reported. A replay memory
+is written whole, filled or not (its arrays are allocated at start); `--fill` first writes into every page, so the
+memory is resident as in a long run (it takes that much RAM). Reads follow writes, so they come from the page cache:
+what a resume on the same machine takes, not a cold read from a network disk.
 
-Reads come right after writes, so they are served from the page cache: they are what a resume on the same machine
-takes, not a cold read from a network disk.
+Lines spent: the formatted lines of the script (`ruff format --line-length 127`) that mention `ckpt`, the
+`checkpoint_every`/`checkpoint_memory`/`resume` fields and their docstrings, and the copied-alone branch.
 """
 
 import argparse
-import importlib.util
+import json
 import os
-import statistics
+import re
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-import numpy as np
-import torch
-
 REPO = Path(__file__).resolve().parents[1]
+# one script of each family, and the ones with the largest state
+DEFAULT_SCRIPTS = [
+    "ppo.py",
+    "ppo_atari.py",
+    "ppo_atari_lstm.py",
+    "ppo_trxl.py",
+    "ppo_continuous_action.py",
+    "ppo_atari_envpool.py",
+    "ppo_atari_envpool_xla_jax_scan.py",
+    "dqn.py",
+    "dqn_atari.py",
+    "rainbow_atari.py",
+    "sac_continuous_action.py",
+    "td3_continuous_action_jax.py",
+    "c51_atari_jax.py",
+]
+
+DRIVER = r"""
+import json, statistics, sys, time
+import numpy as np
+import cleanrl_utils.checkpoint as module
+script, fill, *args = sys.argv[1:]
+sys.argv = [script, *args]
 
 
-def timed(fn, repeats):
-    seconds = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        seconds.append(time.perf_counter() - start)
-    return statistics.median(seconds)
+class AtTheLoop(Exception):
+    pass
 
 
-def save_like_the_scripts(state, path):
-    torch.save(state, f"{path}.tmp")
-    os.replace(f"{path}.tmp", path)
+start = module.Checkpoint.start
 
 
-def ppo_atari(workdir):
-    command = [sys.executable, str(REPO / "cleanrl" / "ppo_atari.py"), "--total-timesteps", "4096", "--checkpoint-every", "1"]
-    subprocess.run(command, cwd=workdir, check=True, capture_output=True, env=os.environ | {"OMP_NUM_THREADS": "1"})
-    (path,) = Path(workdir).glob("runs/*/checkpoint.pt")
-    state = torch.load(path, map_location="cpu", weights_only=False)
-    copy = Path(workdir) / "again.pt"
-    write = timed(lambda: save_like_the_scripts(state, copy), 5)
-    read = timed(lambda: torch.load(copy, map_location="cpu", weights_only=False), 5)
-    return path.stat().st_size, write, read
+def start_then_stop(self, *a, **k):
+    start(self, *a, **k)
+    raise AtTheLoop
 
 
-def dqn_atari_memory(workdir):
-    spec = importlib.util.spec_from_file_location("dqn_atari", REPO / "cleanrl" / "dqn_atari.py")
-    dqn_atari = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(dqn_atari)
-    q_network, target_network = dqn_atari.QNetwork(4), dqn_atari.QNetwork(4)
-    optimizer = torch.optim.Adam(q_network.parameters())
-    q_network(torch.zeros((1, 4, 84, 84), dtype=torch.uint8)).sum().backward()
-    optimizer.step()  # Adam's moments exist, as in a run past learning_starts
-    rb = dqn_atari.ReplayBuffer(1_000_000, 1, (84, 84), 4, "cpu")
-    for array in vars(rb).values():
-        if isinstance(array, np.ndarray):
-            array.fill(1)  # every page touched: a full memory
-    memory = {k: torch.from_numpy(v) if isinstance(v, np.ndarray) else v for k, v in vars(rb).items() if k != "device"}
-    state = {"q_network": q_network.state_dict(), "target_network": target_network.state_dict(),
-             "optimizer": optimizer.state_dict(), "rb": memory}  # fmt: skip
-    path = Path(workdir) / "dqn_atari.pt"
-    write = timed(lambda: save_like_the_scripts(state, path), 3)
-    read = timed(lambda: torch.load(path, map_location="cpu", weights_only=False), 3)
-    return path.stat().st_size, write, read
+module.Checkpoint.start = start_then_stop
+run = {"__name__": "__main__", "__file__": script}
+try:
+    exec(compile(open(script).read(), script, "exec"), run)
+except AtTheLoop:
+    pass
+ckpt = run["ckpt"]
+if fill == "1" and "rb" in ckpt.names:
+    for value in vars(run["rb"]).values():
+        if isinstance(value, np.ndarray) and value.size > 1_000_000:
+            value.reshape(-1)[:] = 1
+writes, reads = [], []
+for _ in range(3):
+    begin = time.perf_counter()
+    assert ckpt.save()
+    writes.append(time.perf_counter() - begin)
+    begin = time.perf_counter()
+    module.read(f"{ckpt.run_dir}/checkpoint.pt", ckpt.script)
+    reads.append(time.perf_counter() - begin)
+size = __import__("os").path.getsize(f"{ckpt.run_dir}/checkpoint.pt")
+print(json.dumps({"size": size, "write": statistics.median(writes), "read": statistics.median(reads),
+                  "names": ckpt.names}))
+"""
+
+SPENT = re.compile(r"ckpt|checkpoint_every|checkpoint_memory|args\.resume|\bresume:|--resume needs|checkpoints are off")
+
+
+def lines_spent(path):
+    text = subprocess.run(
+        [sys.executable, "-m", "ruff", "format", "--line-length", "127", "-"],
+        input=path.read_text(),
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
+    spent = 0
+    for i, line in enumerate(text):
+        after_field = i > 0 and re.match(r"\s+(checkpoint_every|checkpoint_memory|resume):", text[i - 1])
+        if SPENT.search(line) or after_field:
+            spent += 1
+    return spent
+
+
+def measure(script, fill):
+    with tempfile.TemporaryDirectory() as cwd:
+        command = [sys.executable, "-c", DRIVER, str(REPO / "cleanrl" / script), "1" if fill else "0"]
+        command += ["--checkpoint-every", "1"]
+        env = os.environ | {"OMP_NUM_THREADS": "1", "WANDB_MODE": "disabled", "SDL_VIDEODRIVER": "dummy"}
+        done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True)
+        if done.returncode != 0:
+            return {"error": (done.stderr.strip().splitlines() or ["failed"])[-1]}
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def mib(n):
+    return f"{n / 2**20:,.1f} MiB"
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", help="write the table as Markdown here too")
+    parser.add_argument("--scripts", nargs="*", default=DEFAULT_SCRIPTS)
+    parser.add_argument("--fill", action="store_true", help="write into every page of the replay memories first")
+    parser.add_argument("--out", help="also write the table to this Markdown file")
     args = parser.parse_args()
-    rows = []
-    with tempfile.TemporaryDirectory(dir=REPO) as workdir:  # on the disk the runs/ folder would be on
-        size, write, read = ppo_atari(workdir)
-        rows.append(("ppo_atari.py: agent + Adam + counters + RNG states (measured on a real run)", size, write, read))
-        size, write, read = dqn_atari_memory(workdir)
-        rows.append(("dqn_atari.py: Q-network, target, Adam + a full 1M-frame replay memory", size, write, read))
-    lines = ["| checkpoint | size | write (save + rename) | read |", "|---|---|---|---|"]
-    for name, size, write, read in rows:
-        lines.append(f"| {name} | {size / 2**20:,.1f} MiB | {write:.2f} s | {read:.2f} s |")
-    table = "\n".join(lines)
-    print(table)
+    rows = ["| script | training state | size | write | read | lines spent |", "|---|---|---|---|---|---|"]
+    for script in args.scripts:
+        result = measure(script, args.fill)
+        spent = lines_spent(REPO / "cleanrl" / script)
+        if "error" in result:
+            rows.append(f"| {script} | {result['error']} | - | - | - | {spent} |")
+        else:
+            names = " ".join(f"`{n}`" for n in result["names"])
+            write, read = f"{result['write']:.2f} s", f"{result['read']:.2f} s"
+            rows.append(f"| {script} | {names} | {mib(result['size'])} | {write} | {read} | {spent} |")
+        print(rows[-1], flush=True)
     if args.out:
-        Path(args.out).write_text(table + "\n")
+        Path(args.out).write_text("\n".join(rows) + "\n")
 
 
 if __name__ == "__main__":
