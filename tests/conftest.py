@@ -191,6 +191,22 @@ def bare_python():
     return _BARE_PYTHON[0]
 
 
+_BARE_FORKER = []
+
+
+def bare_forker():
+    """A `forked_scripts.ScriptForker` whose server is `bare_python()`: refusals of copied-alone scripts in forked
+    children, without paying the imports each time. One per process, closed at exit."""
+    if not _BARE_FORKER:
+        import atexit
+
+        from forked_scripts import ScriptForker
+
+        _BARE_FORKER.append(ScriptForker(script_env(), python=bare_python()))
+        atexit.register(_BARE_FORKER[0].close)
+    return _BARE_FORKER[0]
+
+
 def run_copied_alone(script, *args, tmp_path):
     """Copies cleanrl/<script> alone into an empty folder (a researcher's copy-and-edit) and runs it there, with a
     Python that has the dependencies but not this project (`bare_python`), with `args` and --capture-video,
@@ -209,9 +225,8 @@ def run_copied_alone(script, *args, tmp_path):
     env = script_env() | {"WANDB_MODE": "offline"}
     python, refused_in = str(bare_python()), tmp_path / "refused"
     refused_in.mkdir()
-    for flag in (["--resume", "runs"], ["--upload-model", "--save-model"]):
-        command = [python, str(alone / script), *map(str, args), *flag]
-        refused = subprocess.run(command, cwd=refused_in, env=env, capture_output=True, text=True, timeout=600)
+    for flag in (["--resume", "runs"], ["--upload-model", "--save-model"]):  # forked from a server of that Python
+        refused = bare_forker().run(alone / script, [*args, *flag], refused_in, env=env, timeout=300)
         check_refused(refused, script, f"{flag[0]} needs cleanrl_utils (pip install -e . in a cleanrl clone)", refused_in)
     command = [python, str(alone / script), *map(str, args), "--capture-video", "--save-model", "--track"]
     result = subprocess.run(command, cwd=alone, env=env, capture_output=True, text=True, timeout=600)

@@ -81,14 +81,15 @@ for line in sys.stdin:
 
 
 class ScriptForker:
-    """One server process; `run(script_path, args, cwd, env, timeout, unset)` returns an object with
+    """One server process (of `python`: this interpreter by default); `run(script_path, args, cwd, env, timeout, unset)`
+    returns an object with
     `returncode` (None after a timeout), `stdout` and `stderr`, like `subprocess.run(..., text=True)`."""
 
-    def __init__(self, env):
+    def __init__(self, env, python=sys.executable):
         self.env = env
         self.scratch = tempfile.TemporaryDirectory(prefix="forked-scripts-")
         self.process = subprocess.Popen(
-            [sys.executable, "-c", SERVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, text=True
+            [str(python), "-c", SERVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, text=True
         )
 
     def run(self, script_path, args, cwd, env=None, timeout=120, unset=()):

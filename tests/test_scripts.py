@@ -12,7 +12,15 @@ import pytest
 
 from budgets import PPO_TINY, TINY, VIDEO_ENV
 from cleanrl_utils.report import read_scalars
-from conftest import PPO_TAGS, check_ok, check_warns_and_runs, only_run_dir, run_copied_alone, run_script
+from conftest import (
+    PPO_TAGS,
+    check_checkpoint_and_resume,
+    check_ok,
+    check_warns_and_runs,
+    only_run_dir,
+    run_copied_alone,
+    run_script,
+)
 
 ALL = list(TINY)  # every script but qdagger, whose teacher tests/test_qdagger.py makes
 PPO = list(PPO_TINY)
@@ -20,15 +28,14 @@ CONTINUOUS = ["ppo_continuous_action.py", "rpo_continuous_action.py"]
 
 
 @pytest.mark.parametrize("script", PPO)
-def test_default_flags(script, workdir, fork_script):
-    result = fork_script(script, *TINY[script], cwd=workdir, timeout=600)
-    check_ok(result)
-    assert "global_step=" in result.stdout and "SPS=" in result.stdout
-    run_dir = only_run_dir(workdir)
+def test_default_flags_then_a_checkpoint_and_resume(script, workdir, fork_script):
+    # two iterations with a checkpoint after each, then two more from the last one with --resume
+    run_dir = check_checkpoint_and_resume(script, TINY[script], 1, workdir, run=fork_script)
     steps, _ = read_scalars(str(run_dir), "charts/SPS")
-    assert len(steps) == 2  # one point per iteration
+    batch = steps[0]
+    assert list(steps) == [batch, 2 * batch, 3 * batch, 4 * batch]  # one point per iteration, each once
     for tag in PPO_TAGS:
-        assert len(read_scalars(str(run_dir), tag)[0]) == 2, tag
+        assert list(read_scalars(str(run_dir), tag)[0]) == list(steps), tag
     assert not (workdir / "videos").exists()
 
 
@@ -88,12 +95,13 @@ WRONG_SPACE = {
     ],
 }
 UNKNOWN_ENV = {"ppo.py": "CartPol-v1", "ppo_atari.py": "BreakoutNoFrameskip-v9", "ppo_continuous_action.py": "HalfCheetah-v99"}
-SIZES = "--num-envs, --num-steps, --num-minibatches, --update-epochs must be at least 1"
+SIZES = "--num-steps, --num-minibatches, --update-epochs must be at least 1"  # after --total-timesteps, --num-envs
 COMMON_BAD = [
     (["--num-minibatches", 3], "does not split into --num-minibatches 3"),
     (["--num-envs", 1, "--num-steps", 4, "--num-minibatches", 4], "cannot normalise advantages"),
     (["--num-steps", 0], SIZES),
     (["--num-minibatches", 0], SIZES),
+    (["--total-timesteps", -5], SIZES),  # once ran silently and saved an untrained model
     (["--gamma", 1.5], "--gamma and --gae-lambda must be in [0, 1]"),
     (["--gae-lambda", -0.1], "--gamma and --gae-lambda must be in [0, 1]"),
     (["--learning-rate", 0], "--learning-rate must be positive and finite in float32, got 0.0"),
