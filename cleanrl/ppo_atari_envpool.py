@@ -88,14 +88,26 @@ class Args:
     """the maximum norm for the gradient clipping"""
     target_kl: float | None = None
     """the target KL divergence threshold (stops the epochs of an update early)"""
+    checkpoint_every: int = 150
+    """write runs/{run_name}/checkpoint.pt every this many iterations (num_envs x num_steps steps) and at Ctrl-C; 0: never"""
+    resume: str | None = None
+    """continue the run saved in this run folder (or its checkpoint.pt), with its flags; flags given here override them"""
 
 
 def make_vector_env(env_id, num_envs, seed, max_episode_steps, render=False):
     """envpool's Atari preprocessing (84x84 gray, 4 stacked frames); a lost life ends the agent's episode and rewards
     are clipped to their sign. NEXT_STEP autoreset: the step that ends an episode returns its true final observation,
     the next step of that env ignores its action and returns the new episode's first observation (a "reset step")."""
-    return envpool.make(env_id, env_type="gymnasium", num_envs=num_envs, seed=seed, episodic_life=True, reward_clip=True,
-                        max_episode_steps=max_episode_steps, render_mode="rgb_array" if render else None)  # fmt: skip
+    return envpool.make(
+        env_id,
+        env_type="gymnasium",
+        num_envs=num_envs,
+        seed=seed,
+        episodic_life=True,
+        reward_clip=True,
+        max_episode_steps=max_episode_steps,
+        render_mode="rgb_array" if render else None,
+    )
 
 
 def layer_init(layer, std=np.sqrt(2), bias_const=0.0):
@@ -108,11 +120,16 @@ class Agent(nn.Module):
     def __init__(self, n_actions):
         super().__init__()
         self.network = nn.Sequential(
-            layer_init(nn.Conv2d(4, 32, 8, stride=4)), nn.ReLU(),
-            layer_init(nn.Conv2d(32, 64, 4, stride=2)), nn.ReLU(),
-            layer_init(nn.Conv2d(64, 64, 3, stride=1)), nn.ReLU(),
-            nn.Flatten(), layer_init(nn.Linear(64 * 7 * 7, 512)), nn.ReLU(),
-        )  # fmt: skip
+            layer_init(nn.Conv2d(4, 32, 8, stride=4)),
+            nn.ReLU(),
+            layer_init(nn.Conv2d(32, 64, 4, stride=2)),
+            nn.ReLU(),
+            layer_init(nn.Conv2d(64, 64, 3, stride=1)),
+            nn.ReLU(),
+            nn.Flatten(),
+            layer_init(nn.Linear(64 * 7 * 7, 512)),
+            nn.ReLU(),
+        )
         self.actor = layer_init(nn.Linear(512, n_actions), std=0.01)
         self.critic = layer_init(nn.Linear(512, 1), std=1)
 
@@ -164,19 +181,16 @@ class EpisodeStatistics:
 
 class GameRecorder:
     """Films the games of env 0 that `capped_cubic_video_schedule` picks (0, 1, 8, 27, ..., 1000, 2000, ...), first to
-    final observation, as `video_folder/rl-video-episode-{game}.mp4`, rendering only then. Call `start()` after
-    `envs.reset()` and `step(game_over)` after every `envs.step`."""
+    final observation, as `video_folder/rl-video-episode-{game}.mp4`, rendering only then. Make it after `envs.reset()`
+    and call `step(game_over)` after every `envs.step`."""
 
     def __init__(self, envs, video_folder, fps):
         from gymnasium.utils.save_video import capped_cubic_video_schedule, save_video  # moviepy: only when filming
 
         self.envs, self.video_folder, self.fps = envs, video_folder, fps
         self.schedule, self.save_video = capped_cubic_video_schedule, save_video
-        self.game, self.frames = 0, []
-
-    def start(self):
-        if self.schedule(self.game):
-            self.frames.append(self.envs.render()[0])
+        self.game = 0
+        self.frames = [envs.render()[0]] if self.schedule(0) else []  # the first game's first observation
 
     def step(self, game_over):
         if self.schedule(self.game):  # after a game's end, the reset step shows the next game's first observation
@@ -198,20 +212,27 @@ def env_error(env_id):  # why `env_id` is not an envpool Atari game, as one line
 
 def validation_error(args):  # the first reason this command line cannot run, as one line, or None
     batch_size, minibatches = args.num_envs * args.num_steps, max(args.num_minibatches, 1)  # 1 if 0: all rows are evaluated
-    sizes = ("num_envs", "num_steps", "num_minibatches", "update_epochs")
+    sizes = ("total_timesteps", "num_envs", "num_steps", "num_minibatches", "update_epochs")
     checks = [  # no check of minibatches of 1 step: the masked advantage normalisation below keeps them finite
         (min(getattr(args, k) for k in sizes) < 1, f"--{', --'.join(k.replace('_', '-') for k in sizes)} must be at least 1"),
         (not 1 <= args.max_episode_steps < 2**31, f"--max-episode-steps must be in [1, 2**31), got {args.max_episode_steps}"),
-        (batch_size % minibatches != 0, f"the batch of {batch_size} steps (--num-envs {args.num_envs} x --num-steps "
-         f"{args.num_steps}) does not split into --num-minibatches {minibatches}; pick a divisor of {batch_size}"),
+        (
+            batch_size % minibatches != 0,
+            f"the batch of {batch_size} steps (--num-envs {args.num_envs} x --num-steps "
+            f"{args.num_steps}) does not split into --num-minibatches {minibatches}; pick a divisor of {batch_size}",
+        ),
         (not (0 <= args.gamma <= 1 and 0 <= args.gae_lambda <= 1), "--gamma and --gae-lambda must be in [0, 1]"),
-        (not 0 < args.learning_rate < 3.4e37,  # above, Adam's first step (lr / 0.1) overflows float32
-         f"--learning-rate must be positive and finite in float32, got {args.learning_rate}"),
+        (
+            not 0 < args.learning_rate < 3.4e37,  # above, Adam's first step (lr / 0.1) overflows float32
+            f"--learning-rate must be positive and finite in float32, got {args.learning_rate}",
+        ),
         (not 0 <= args.seed <= 2**31 - args.num_envs, f"--seed must be in [0, 2**31 - --num-envs] (int32), got {args.seed}"),
-        (not re.fullmatch(r"[\w.-]{1,150}", args.exp_name) or "__" in args.exp_name,
-         f"--exp-name {args.exp_name!r} must be a folder name: up to 150 letters, digits, '.', '-' and single '_'"),
+        (
+            not re.fullmatch(r"[\w.-]{1,150}", args.exp_name) or "__" in args.exp_name,
+            f"--exp-name {args.exp_name!r} must be a folder name: up to 150 letters, digits, '.', '-' and single '_'",
+        ),
         (args.capture_video and not importlib.util.find_spec("moviepy"), "--capture-video needs moviepy: pip install moviepy"),
-    ]  # fmt: skip
+    ]
     return next((message for failed, message in checks if failed), None)
 
 
@@ -229,10 +250,8 @@ def evaluate(model_path, eval_episodes, run_name, device, capture_video=False):
     agent = Agent(envs.single_action_space.n).to(device)
     agent.load_state_dict(checkpoint["model"])
     statistics = EpisodeStatistics(1)
-    recorder = GameRecorder(envs, f"videos/{run_name}-eval", 60 / envs.config["frame_skip"]) if capture_video else None
     obs, _ = envs.reset()
-    if recorder:
-        recorder.start()
+    recorder = GameRecorder(envs, f"videos/{run_name}-eval", 60 / envs.config["frame_skip"]) if capture_video else None
     episodic_returns = []
     while len(episodic_returns) < eval_episodes:
         with torch.no_grad():
@@ -248,28 +267,42 @@ def evaluate(model_path, eval_episodes, run_name, device, capture_video=False):
 
 if __name__ == "__main__":
     args = tyro.cli(Args)
+    ckpt = None  # checkpoints, --resume and clean stops: cleanrl_utils/checkpoint.py, imported only when asked for
+    if (args.checkpoint_every or args.resume) and importlib.util.find_spec("cleanrl_utils"):
+        ckpt = importlib.import_module("cleanrl_utils.checkpoint").Checkpoint(SCRIPT, args)  # --resume: the saved flags
+    elif args.resume:
+        exit_if("--resume needs cleanrl_utils (pip install -e . in a cleanrl clone)")
+    elif args.checkpoint_every:  # a script copied alone trains without them
+        print(f"{SCRIPT}: checkpoints are off: they need cleanrl_utils (pip install -e . in a cleanrl clone)")
     exit_if(validation_error(args) or env_error(args.env_id))
-    exit_if((not os.access(".", os.W_OK) or shutil.disk_usage(".").free < 2**26) and f"cannot write runs/ in {os.getcwd()}")
+    if not os.access(".", os.W_OK) or shutil.disk_usage(".").free < 2**26:
+        exit_if(f"cannot write runs/ in {os.getcwd()}")
     if args.upload_model:  # the Hub upload is shared plumbing, in cleanrl_utils/huggingface.py
-        hub = importlib.util.find_spec("cleanrl_utils") and importlib.import_module("cleanrl_utils.huggingface")
+        hub = importlib.import_module("cleanrl_utils.huggingface") if importlib.util.find_spec("cleanrl_utils") else None
         exit_if(hub.upload_error(args) if hub else "--upload-model needs cleanrl_utils (pip install -e . in a cleanrl clone)")
     args.batch_size = int(args.num_envs * args.num_steps)
     args.minibatch_size = int(args.batch_size // args.num_minibatches)
     args.num_iterations = args.total_timesteps // args.batch_size  # rounded down to whole batches
     if args.num_iterations == 0:
         print(f"{SCRIPT}: warning: the run ends before its first gradient step (--total-timesteps below one batch)")
-    run_time = int(time.time())
+    run_time = int(time.time())  # a run that started in the same second owns that name; a resumed run keeps its own
     while os.path.exists(f"runs/{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"):
-        run_time += 1  # a run that started in the same second owns that name
-    run_name = f"{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"
+        run_time += 1
+    run_name = ckpt.run_name if args.resume else f"{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"
     if args.track:
         import wandb
 
         try:  # with no API key, W&B would wait at a login prompt
             if wandb.setup().settings.mode in ("online", "run", "shared") and not wandb.login(prompt=False):
                 raise RuntimeError("no API key")
-            wandb.init(project=args.wandb_project_name, entity=args.wandb_entity, name=run_name, config=vars(args),
-                       sync_tensorboard=True, save_code=True)  # fmt: skip
+            wandb.init(
+                project=args.wandb_project_name,
+                entity=args.wandb_entity,
+                name=run_name,
+                config=vars(args),
+                sync_tensorboard=True,
+                save_code=True,
+            )
         except Exception as e:  # not logged in, no network, unknown entity: stop before anything is written
             reason = (str(e).splitlines() or [type(e).__name__])[0]
             exit_if(f"--track could not start a W&B run ({reason}); run `wandb login` or set WANDB_MODE=offline")
@@ -282,12 +315,14 @@ if __name__ == "__main__":
     torch.manual_seed(args.seed)
     torch.backends.cudnn.deterministic = args.torch_deterministic
     device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
-    envs = make_vector_env(args.env_id, args.num_envs, args.seed, args.max_episode_steps, args.capture_video)
+    env_seed = (args.seed + (ckpt.saved["global_step"] if args.resume else 0)) % 2**31  # a resumed run plays new episodes
+    envs = make_vector_env(args.env_id, args.num_envs, env_seed, args.max_episode_steps, args.capture_video)
     envs.action_space.seed(args.seed)
     config = envs.config  # the emulator runs at 60 frames per second; a video shows one frame per agent step
-    print(f"{args.env_id} (envpool {envpool.__version__}): sticky-action probability {config['repeat_action_probability']:g}, "
-          f"time limit {config['max_episode_steps']} agent steps")  # fmt: skip
-    recorder = GameRecorder(envs, f"videos/{run_name}", 60 / config["frame_skip"]) if args.capture_video else None
+    print(
+        f"{args.env_id} (envpool {envpool.__version__}): sticky-action probability {config['repeat_action_probability']:g}, "
+        f"time limit {config['max_episode_steps']} agent steps"
+    )
 
     agent = Agent(envs.single_action_space.n).to(device)
     optimizer = optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5)
@@ -296,13 +331,15 @@ if __name__ == "__main__":
     logprobs, rewards, dones, terminations, values = torch.zeros((5, args.num_steps, args.num_envs)).to(device)
 
     global_step, recent_returns = 0, deque(maxlen=20)
-    start_time = last_print = time.time()
+    if ckpt:  # a checkpoint holds these and every random generator; --resume loads them back here
+        ckpt.start(writer, envs, globals(), "agent optimizer global_step")
+    start_time, start_step, last_print = time.time(), global_step, time.time()
     statistics = EpisodeStatistics(args.num_envs)
     next_obs = torch.as_tensor(envs.reset()[0], device=device)
+    recorder = GameRecorder(envs, f"videos/{run_name}", 60 / config["frame_skip"]) if args.capture_video else None
     last_done = torch.zeros(args.num_envs).to(device)  # where set, the next rollout's first step is a reset step
-    if recorder:
-        recorder.start()
-    for iteration in range(1, args.num_iterations + 1):
+    # ---- ALGO LOGIC: the training loop (rollout, masked GAE, clipped-surrogate update); the set-up ends here ----
+    for iteration in range(global_step // args.batch_size + 1, args.num_iterations + 1):
         if args.anneal_lr:
             frac = 1.0 - (iteration - 1.0) / args.num_iterations
             optimizer.param_groups[0]["lr"] = frac * args.learning_rate
@@ -409,7 +446,7 @@ if __name__ == "__main__":
         var_y = np.var(y_true) if len(y_true) > 0 else 0.0
         explained_var = np.nan if var_y == 0 else 1 - np.var(y_true - y_pred) / var_y
 
-        sps = int(global_step / (time.time() - start_time))
+        sps = int((global_step - start_step) / (time.time() - start_time))
         writer.add_scalar("charts/learning_rate", optimizer.param_groups[0]["lr"], global_step)
         writer.add_scalar("losses/value_loss", v_loss.item(), global_step)
         writer.add_scalar("losses/policy_loss", pg_loss.item(), global_step)
@@ -423,12 +460,17 @@ if __name__ == "__main__":
             last_print = time.time()
             recent = f"{np.mean(recent_returns):.2f}" if recent_returns else "n/a"
             left = (args.num_iterations - iteration) * args.batch_size / max(sps, 1)  # seconds, at the current speed
-            print(f"global_step={global_step}, {global_step / args.total_timesteps:.1%} of {args.total_timesteps}, "
-                  f"episodic_return(last {len(recent_returns)})={recent}, SPS={sps}, "
-                  f"{left // 3600:.0f}:{time.strftime('%M:%S', time.gmtime(left))} left", flush=True)  # fmt: skip
+            print(
+                f"global_step={global_step}, {global_step / args.total_timesteps:.1%} of {args.total_timesteps}, "
+                f"episodic_return(last {len(recent_returns)})={recent}, SPS={sps}, "
+                f"{left // 3600:.0f}:{time.strftime('%M:%S', time.gmtime(left))} left",
+                flush=True,
+            )
         for path in sorted(set(glob.glob(f"videos/{run_name}/*.mp4")) - uploaded_videos) if args.track else []:
             uploaded_videos.add(path)
             wandb.log({"videos": wandb.Video(path, format="mp4")})
+        if ckpt:  # at its cadence, at the end, and after Ctrl-C or SIGTERM, which then ends the run here
+            ckpt.step(iteration, last=iteration == args.num_iterations)
     envs.close()
 
     if args.save_model:
