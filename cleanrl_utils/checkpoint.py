@@ -327,7 +327,7 @@ class Checkpoint:
             os.environ.setdefault("WANDB_RUN_ID", saved["wandb_id"])
             os.environ.setdefault("WANDB_RESUME", "allow")
 
-    def start(self, writer, envs, scope, names):
+    def start(self, writer, envs, scope, names, purge=True):
         """Registers the training state and what a stop closes; on a resume, loads the checkpoint into it.
 
         `scope` is the script's namespace (`globals()`: the scripts run in global scope) and `names` the names in
@@ -336,7 +336,12 @@ class Checkpoint:
         keys) is rebound in `scope`; every random generator is set, and what a killed run logged after its
         checkpoint is hidden (TensorBoard's purge at global_step + 1). From here Ctrl-C and SIGTERM stop the run
         after the step under way.
+
+        `purge=False` writes no such restart, for a script that logs its phases on step axes of their own (QDagger's
+        teacher, offline and online steps): a restart at global_step + 1 would hide every point of an earlier phase
+        past that step. A run killed after its checkpoint then shows the points it logged since twice.
         """
+        self.purge = purge
         self.writer, self.envs, self.scope, self.names = writer, envs, scope, names.split()
         self.run_dir = writer.log_dir if writer is not None else os.path.join("runs", self.run_name or "")
         current = self.state()
@@ -384,7 +389,7 @@ class Checkpoint:
         rng = decode(saved["rng"])
         set_random_state(rng["ranks"][_rank()] if "ranks" in rng else rng, self.envs)
         self.count, self.saved_step = saved["count"], saved["global_step"]
-        if self.writer is not None:  # what TensorBoard's SummaryWriter(purge_step=...) writes: a restart at this step
+        if self.writer is not None and self.purge:  # what SummaryWriter(purge_step=...) writes: a restart at this step
             from tensorboard.compat.proto.event_pb2 import Event, SessionLog
 
             restart = SessionLog(status=SessionLog.START)
