@@ -29,6 +29,29 @@ resource "aws_launch_template" "batch" {
     http_put_response_hop_limit = 1
   }
 
+  # The ECS agent's settings (Batch merges a MIME multi-part user data with its own):
+  # - ECS_CONTAINER_STOP_TIMEOUT: when ECS stops a job's container (a terminated job, a timed-out attempt), the
+  #   time between SIGTERM and SIGKILL. A script stops after the step under way and then writes its checkpoint
+  #   and pushes it to the run store; the default 30 s is too short for an off-policy script's replay memory.
+  #   Spot gives two minutes' notice before an instance goes, so 120 s is the most a reclaim can use.
+  # - ECS_ENABLE_SPOT_INSTANCE_DRAINING: on a spot interruption notice ECS places no new job on the instance.
+  user_data = base64encode(<<-EOT
+    MIME-Version: 1.0
+    Content-Type: multipart/mixed; boundary="==CLEANRL=="
+
+    --==CLEANRL==
+    Content-Type: text/x-shellscript; charset="us-ascii"
+
+    #!/bin/bash
+    cat >> /etc/ecs/ecs.config <<'EOF'
+    ECS_CONTAINER_STOP_TIMEOUT=${var.job_stop_timeout_seconds}s
+    ECS_ENABLE_SPOT_INSTANCE_DRAINING=true
+    EOF
+
+    --==CLEANRL==--
+  EOT
+  )
+
   block_device_mappings {
     device_name = "/dev/xvda" # root device of the ECS-optimized Amazon Linux 2023 AMIs
     ebs {
@@ -126,10 +149,13 @@ locals {
         }
       }
     },
-    length(var.job_environment) == 0 ? {} : {
-      environment = [for k in sort(keys(var.job_environment)) : { name = k, value = var.job_environment[k] }]
+    {
+      environment = [for k in sort(keys(local.job_environment)) : { name = k, value = local.job_environment[k] }]
     },
   )
+  # The region, for the run store's S3 client and any AWS call of a script (the containers cannot reach the
+  # instance metadata that would tell it); job_environment may override it.
+  job_environment = merge({ AWS_DEFAULT_REGION = var.region }, var.job_environment)
 }
 
 resource "aws_batch_job_definition" "this" {
@@ -150,6 +176,13 @@ resource "aws_batch_job_definition" "this" {
     evaluate_on_exit {
       on_status_reason = "Host EC2*"
       action           = "RETRY"
+    }
+    # A script stopped by SIGTERM exits 143 after writing its checkpoint. Batch does not retry jobs it terminated
+    # itself (submit cancel, a timed-out attempt), so a 143 that reaches this rule came from the instance shutting
+    # down (a reclaim) before Batch recorded the host as gone: the next attempt goes on from the checkpoint.
+    evaluate_on_exit {
+      on_exit_code = "143"
+      action       = "RETRY"
     }
     # Anything else (a crash, a bad argument) fails the job at once rather than running it again.
     evaluate_on_exit {

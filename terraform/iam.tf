@@ -2,7 +2,8 @@
 #   batch_service  - AWS Batch managing the compute environments (AWS-managed AWSBatchServiceRole)
 #   ecs_instance   - the EC2 instances' ECS agent (AWS-managed AmazonEC2ContainerServiceforEC2Role)
 #   job_execution  - ECS starting a job: read the one W&B secret, pull the one image, write the one log group
-#   job            - the training code itself: nothing unless job_role_policy_arns says so
+#   job            - the training code itself: its run folders in the run store (storage.tf), and what
+#                    job_role_policy_arns adds
 # No spot fleet role: the spot environments use SPOT_PRICE_CAPACITY_OPTIMIZED, which needs none
 # (only the BEST_FIT strategy does).
 
@@ -134,7 +135,7 @@ resource "aws_iam_role_policy" "job_execution" {
 
 resource "aws_iam_role" "job" {
   name               = "${var.name_prefix}-job"
-  description        = "Identity of the ${var.name_prefix} training code; no permissions unless job_role_policy_arns adds some"
+  description        = "Identity of the ${var.name_prefix} training code: reads and writes its run folders in the run store"
   assume_role_policy = local.ecs_tasks_trust
 }
 

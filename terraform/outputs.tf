@@ -57,3 +57,13 @@ output "log_group_name" {
   description = "CloudWatch log group of the jobs' output (streams are PREFIX/default/TASK_ID)."
   value       = aws_cloudwatch_log_group.jobs.name
 }
+
+output "run_store" {
+  description = "Where jobs keep their run folders across attempts (CLEANRL_RUN_STORE; the submission tool sets it): s3://BUCKET/runs, with a folder per job id."
+  value       = "s3://${aws_s3_bucket.runs.id}/${local.run_store_prefix}"
+}
+
+output "run_store_bucket" {
+  description = "Name of the run store's S3 bucket."
+  value       = aws_s3_bucket.runs.id
+}

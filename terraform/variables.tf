@@ -203,6 +203,17 @@ variable "job_attempts" {
   }
 }
 
+variable "job_stop_timeout_seconds" {
+  description = "Seconds between the SIGTERM and the SIGKILL when ECS stops a job's container (a terminated job, a timed-out attempt): the script finishes its step, writes its checkpoint and pushes it to the run store. Spot gives two minutes' notice, so 120 is the most a reclaim can use."
+  type        = number
+  default     = 120
+
+  validation {
+    condition     = var.job_stop_timeout_seconds >= 30 && var.job_stop_timeout_seconds <= 3600 && floor(var.job_stop_timeout_seconds) == var.job_stop_timeout_seconds
+    error_message = "job_stop_timeout_seconds must be a whole number from 30 (ECS's default) to 3600."
+  }
+}
+
 variable "wandb_api_key_arn" {
   description = "ARN of the Secrets Manager secret (plain-text value) or the SSM Parameter Store parameter (SecureString) that holds the W&B API key. Jobs get it as WANDB_API_KEY; the job execution role may read this one secret only."
   type        = string
@@ -225,7 +236,7 @@ variable "wandb_api_key_kms_key_arn" {
 }
 
 variable "job_role_policy_arns" {
-  description = "IAM policies to attach to the job role, the identity the training code itself runs as (e.g. one allowing uploads to an S3 bucket). None by default: the scripts need no AWS access."
+  description = "IAM policies to attach to the job role, the identity the training code itself runs as (e.g. one allowing uploads to another S3 bucket). None by default: the role may use the run store, which is all the scripts need."
   type        = set(string)
   default     = []
 
@@ -250,6 +261,23 @@ variable "ecr_keep_images" {
 
 variable "ecr_force_delete" {
   description = "Let `terraform destroy` delete the ECR repository while it still holds images."
+  type        = bool
+  default     = false
+}
+
+variable "run_store_expiration_days" {
+  description = "Days after which S3 deletes the objects of the run store (run folders: checkpoints, logs, models); null keeps them until you delete them."
+  type        = number
+  default     = null
+
+  validation {
+    condition     = var.run_store_expiration_days == null || try(var.run_store_expiration_days >= 1 && floor(var.run_store_expiration_days) == var.run_store_expiration_days, false)
+    error_message = "run_store_expiration_days must be null or a whole number of at least 1."
+  }
+}
+
+variable "run_store_force_destroy" {
+  description = "Let `terraform destroy` delete the run store's bucket while it still holds run folders (they are deleted with it)."
   type        = bool
   default     = false
 }

@@ -20,6 +20,9 @@ mock_provider "aws" {
   mock_resource "aws_cloudwatch_log_group" {
     defaults = { arn = "arn:aws:logs:us-east-1:123456789012:log-group:/aws/batch/cleanrl" }
   }
+  mock_resource "aws_s3_bucket" {
+    defaults = { id = "cleanrl-runs-0123", arn = "arn:aws:s3:::cleanrl-runs-0123" }
+  }
   mock_resource "aws_iam_instance_profile" {
     defaults = { arn = "arn:aws:iam::123456789012:instance-profile/cleanrl-ecs-instance" }
   }
@@ -203,10 +206,10 @@ run "defaults_job_definition_and_iam" {
   }
   assert {
     condition = (
-      !contains(keys(jsondecode(aws_batch_job_definition.this.container_properties)), "environment") &&
+      jsondecode(aws_batch_job_definition.this.container_properties).environment == [{ name = "AWS_DEFAULT_REGION", value = "us-east-1" }] &&
       !strcontains(aws_batch_job_definition.this.container_properties, "\"WANDB_API_KEY\",\"value\"")
     )
-    error_message = "no plain environment (and so no plain W&B key) by default"
+    error_message = "the only plain variable by default is the region (and so no plain W&B key)"
   }
   assert {
     condition = (
@@ -243,10 +246,21 @@ run "defaults_job_definition_and_iam" {
       aws_batch_job_definition.this.retry_strategy[0].attempts == 3 &&
       aws_batch_job_definition.this.retry_strategy[0].evaluate_on_exit[0].on_status_reason == "Host EC2*" &&
       aws_batch_job_definition.this.retry_strategy[0].evaluate_on_exit[0].action == "RETRY" &&
-      aws_batch_job_definition.this.retry_strategy[0].evaluate_on_exit[1].on_reason == "*" &&
-      aws_batch_job_definition.this.retry_strategy[0].evaluate_on_exit[1].action == "EXIT"
+      aws_batch_job_definition.this.retry_strategy[0].evaluate_on_exit[1].on_exit_code == "143" &&
+      aws_batch_job_definition.this.retry_strategy[0].evaluate_on_exit[1].action == "RETRY" &&
+      aws_batch_job_definition.this.retry_strategy[0].evaluate_on_exit[2].on_reason == "*" &&
+      aws_batch_job_definition.this.retry_strategy[0].evaluate_on_exit[2].action == "EXIT" &&
+      length(aws_batch_job_definition.this.retry_strategy[0].evaluate_on_exit) == 3
     )
-    error_message = "timeout 24 h; retries only when the instance went away"
+    error_message = "timeout 24 h; retries only when the instance went away (Host EC2*, or a SIGTERM exit Batch did not send)"
+  }
+  assert {
+    condition = (
+      strcontains(base64decode(aws_launch_template.batch.user_data), "ECS_CONTAINER_STOP_TIMEOUT=120s") &&
+      strcontains(base64decode(aws_launch_template.batch.user_data), "ECS_ENABLE_SPOT_INSTANCE_DRAINING=true") &&
+      startswith(base64decode(aws_launch_template.batch.user_data), "MIME-Version: 1.0")
+    )
+    error_message = "instances give a stopped job 120 s between SIGTERM and SIGKILL, in the MIME user data Batch merges"
   }
   assert {
     condition     = aws_cloudwatch_log_group.jobs.name == "/aws/batch/cleanrl" && aws_cloudwatch_log_group.jobs.retention_in_days == 30
@@ -307,18 +321,21 @@ run "variables_reach_environments_and_job_definition" {
   command = plan
 
   variables {
-    spot_bid_percentage = 60
-    max_vcpus           = { gpu_spot = 4 }
-    cpu_instance_types  = ["c7i.large"]
-    gpu_instance_types  = ["g6.xlarge"]
-    image_tag           = "3f2a9c1"
-    job_vcpus           = 4
-    job_memory_mib      = 15000
-    job_gpus            = 1
-    job_command         = ["python", "cleanrl/dqn_atari.py", "--track"]
-    job_environment     = { WANDB_PROJECT = "cleanrl", WANDB_ENTITY = "openrlbenchmark" }
-    job_timeout_seconds = 3600
-    job_attempts        = 1
+    spot_bid_percentage       = 60
+    max_vcpus                 = { gpu_spot = 4 }
+    cpu_instance_types        = ["c7i.large"]
+    gpu_instance_types        = ["g6.xlarge"]
+    image_tag                 = "3f2a9c1"
+    job_vcpus                 = 4
+    job_memory_mib            = 15000
+    job_gpus                  = 1
+    job_command               = ["python", "cleanrl/dqn_atari.py", "--track"]
+    job_environment           = { WANDB_PROJECT = "cleanrl", WANDB_ENTITY = "openrlbenchmark" }
+    job_timeout_seconds       = 3600
+    job_attempts              = 1
+    job_stop_timeout_seconds  = 45
+    run_store_expiration_days = 30
+    run_store_force_destroy   = true
   }
 
   assert {
@@ -361,6 +378,7 @@ run "variables_reach_environments_and_job_definition" {
   assert {
     condition = (
       jsondecode(aws_batch_job_definition.this.container_properties).environment == [
+        { name = "AWS_DEFAULT_REGION", value = "us-east-1" },
         { name = "WANDB_ENTITY", value = "openrlbenchmark" },
         { name = "WANDB_PROJECT", value = "cleanrl" },
       ] &&
@@ -371,6 +389,72 @@ run "variables_reach_environments_and_job_definition" {
   assert {
     condition     = aws_batch_job_definition.this.timeout[0].attempt_duration_seconds == 3600 && aws_batch_job_definition.this.retry_strategy[0].attempts == 1
     error_message = "timeout and attempts come from the variables"
+  }
+  assert {
+    condition = (
+      strcontains(base64decode(aws_launch_template.batch.user_data), "ECS_CONTAINER_STOP_TIMEOUT=45s") &&
+      aws_s3_bucket_lifecycle_configuration.runs.rule[0].expiration[0].days == 30 &&
+      aws_s3_bucket.runs.force_destroy
+    )
+    error_message = "the stop timeout, the run store's expiration and force_destroy come from the variables"
+  }
+}
+
+run "run_store_private_encrypted_and_scoped" {
+  command = plan
+
+  assert {
+    condition = (
+      output.run_store == "s3://cleanrl-runs-0123/runs" &&
+      output.run_store_bucket == "cleanrl-runs-0123" &&
+      startswith(aws_s3_bucket.runs.bucket_prefix, "cleanrl-runs-") &&
+      !aws_s3_bucket.runs.force_destroy
+    )
+    error_message = "the run store is s3://BUCKET/runs; its bucket is not destroyed with objects in it by default"
+  }
+  assert {
+    condition = (
+      aws_s3_bucket_public_access_block.runs.block_public_acls &&
+      aws_s3_bucket_public_access_block.runs.block_public_policy &&
+      aws_s3_bucket_public_access_block.runs.ignore_public_acls &&
+      aws_s3_bucket_public_access_block.runs.restrict_public_buckets &&
+      aws_s3_bucket_ownership_controls.runs.rule[0].object_ownership == "BucketOwnerEnforced"
+    )
+    error_message = "no public access of any kind, no ACLs"
+  }
+  assert {
+    condition = (
+      one(one(aws_s3_bucket_server_side_encryption_configuration.runs.rule).apply_server_side_encryption_by_default).sse_algorithm == "aws:kms" &&
+      one(aws_s3_bucket_server_side_encryption_configuration.runs.rule).bucket_key_enabled
+    )
+    error_message = "objects are encrypted with KMS, with a bucket key"
+  }
+  assert {
+    condition = (
+      aws_s3_bucket_lifecycle_configuration.runs.rule[0].abort_incomplete_multipart_upload[0].days_after_initiation == 1 &&
+      length(aws_s3_bucket_lifecycle_configuration.runs.rule[0].expiration) == 0
+    )
+    error_message = "cut-short uploads are aborted after a day; run folders are kept by default"
+  }
+  assert {
+    condition = jsondecode(aws_s3_bucket_policy.runs.policy).Statement == [{
+      Sid       = "TlsOnly"
+      Effect    = "Deny"
+      Principal = "*"
+      Action    = "s3:*"
+      Resource  = ["arn:aws:s3:::cleanrl-runs-0123", "arn:aws:s3:::cleanrl-runs-0123/*"]
+      Condition = { Bool = { "aws:SecureTransport" = "false" } }
+    }]
+    error_message = "the bucket policy only denies unencrypted connections (it grants nothing)"
+  }
+  assert {
+    condition = {
+      for s in jsondecode(aws_iam_role_policy.job_run_store.policy).Statement : s.Sid => [s.Effect, s.Action, s.Resource, try(s.Condition, null)]
+      } == {
+      ReadWriteRunFolders = ["Allow", ["s3:GetObject", "s3:PutObject", "s3:AbortMultipartUpload"], ["arn:aws:s3:::cleanrl-runs-0123/runs/*"], null]
+      ListRunFolders      = ["Allow", ["s3:ListBucket"], ["arn:aws:s3:::cleanrl-runs-0123"], { StringLike = { "s3:prefix" = ["runs/*"] } }]
+    }
+    error_message = "the job role reads, writes and lists runs/ only: no other prefix, no deletes, no bucket settings"
   }
 }
 
