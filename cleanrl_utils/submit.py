@@ -15,6 +15,11 @@ The runs are `cleanrl_utils.benchmark`'s plan: the command split with shell-word
 `--terraform-dir` (outputs `job_queue_names`, `job_definition_name`, `region`, `log_group_name`, `image`) or
 from the explicit flags, which win.
 
+Each job keeps its run folder in the stack's S3 run store (terraform's `run_store` output, as
+`CLEANRL_RUN_STORE`; `--no-run-store` turns it off), so that an attempt Batch retries after a spot reclaim goes on
+from the last checkpoint (cleanrl_utils/run_store.py). Only runs that checkpoint take part: a command whose script
+checkpoints only with `--checkpoint-every N` and that gives none is submitted with a one-line warning.
+
 The W&B key only ever travels by reference: `--track` needs a `WANDB_API_KEY` entry in the job definition's
 `secrets`, or `--wandb-key-ref ARN` (a Secrets Manager secret or SSM parameter), which registers a job
 definition revision naming that ARN. `--env WANDB_API_KEY=...` is refused; the tool never reads the key.
@@ -66,6 +71,9 @@ SECRET_ARN_RE = re.compile(r"^arn:aws(-[a-z]+)*:secretsmanager:[a-z]{2}(-[a-z]+)
 PARAMETER_ARN_RE = re.compile(r"^arn:aws(-[a-z]+)*:ssm:[a-z]{2}(-[a-z]+)+-\d:\d{12}:parameter/[A-Za-z0-9/_.-]+$")
 PLAIN_TEXT_REFUSED = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")
 DESCRIBE_CHUNK = 100  # describe_jobs takes at most 100 ids
+RUN_STORE = "CLEANRL_RUN_STORE"
+"""where the jobs keep their run folders (cleanrl_utils/run_store.py)"""
+CHECKPOINT_FLAGS = ("--checkpoint-every", "--checkpoint_every")
 
 
 class UsageError(Exception):
@@ -128,6 +136,9 @@ class Submit(Location):
     revision that names it in `secrets`"""
     array: bool = False
     """submit one array job whose children pick their env and seed from AWS_BATCH_JOB_ARRAY_INDEX"""
+    run_store: bool = True
+    """keep each job's run folder in the stack's S3 run store (terraform's `run_store` output): a retried attempt
+    goes on from its last checkpoint (the command must checkpoint: --checkpoint-every N)"""
     max_jobs: int = 1000
     """refuse to submit more separate jobs than this (a guard against a typo in --num-seeds; --array is one job)"""
     manifest: Optional[str] = None
@@ -488,13 +499,41 @@ def definition_gpus(definition: dict[str, Any]) -> int:
     return sum(int(r.get("value", 0)) for r in requirements if r.get("type") == "GPU")
 
 
-def plan_submit(args: Submit, queue: str, job_definition: str) -> Plan:
+def run_store_url(args: Submit, outputs: dict[str, Any]) -> Optional[str]:
+    """The run store the jobs use: `--env CLEANRL_RUN_STORE=...`, else terraform's `run_store` output; None with
+    `--no-run-store` or when there is none."""
+    return (parse_env(args.env).get(RUN_STORE) or outputs.get("run_store")) if args.run_store else None
+
+
+def checkpoint_warning(words: list[str]) -> Optional[str]:
+    """Why the runs of a command would not go on from a checkpoint when retried, or None (also when its script,
+    the first word ending in `.py`, is not a file here): the command gives `--checkpoint-every 0`, or gives none
+    and its script's default is 0 or it has no such flag."""
+    script = next((word for word in words if word.endswith(".py")), None)
+    if script is None or not os.path.isfile(script):
+        return None
+    given = [w.split("=", 1)[1] for w in words if "=" in w and w.split("=", 1)[0] in CHECKPOINT_FLAGS]
+    given += [flag_value(words, flag) for flag in CHECKPOINT_FLAGS if flag in words]
+    with open(script) as f:
+        default = re.search(r"^\s+checkpoint_every: int = (\d+)", f.read(), re.MULTILINE)
+    name = os.path.basename(script)
+    if default is None:
+        return f"{name} does not checkpoint: a retried attempt starts again from step 0"
+    if "0" in given or (not given and default[1] == "0"):
+        return (
+            f"{name} checkpoints only with --checkpoint-every N (the command gives none): a retried attempt starts again "
+            "from step 0, and the run store keeps nothing of it"
+        )
+    return None
+
+
+def plan_submit(args: Submit, queue: str, job_definition: str, store: Optional[str] = None) -> Plan:
     """The submissions of a validated `submit`: one per run (name `{exp}__{env}__{seed}`), or with `--array`
     one array job (name `{exp}__{N}runs`) whose children run `run-array-child` with the plan in the
     environment (`CLEANRL_ARRAY_ENV_IDS`, `CLEANRL_ARRAY_SEEDS`)."""
     words = command_words(args)
     exp = args.exp_name if args.exp_name is not None else default_exp_name(words)
-    environment = parse_env(args.env)
+    environment = parse_env(args.env) | ({RUN_STORE: store} if store else {})
     seeds = range(args.start_seed, args.start_seed + args.num_seeds)
     runs = plan_runs(shlex.join(words), args.env_ids, seeds, "")
     resources = dict(
@@ -709,8 +748,12 @@ def run_submit(args: Submit, out: Optional[TextIO] = None) -> int:
         raise UsageError("no job definition: give --job-definition or --terraform-dir")
     words = command_words(args)
     exp = args.exp_name if args.exp_name is not None else default_exp_name(words)
+    store = run_store_url(args, outputs)
+    warning = checkpoint_warning(words) if store else None
+    if warning:
+        print(f"{PROG}: warning: {warning}", file=sys.stderr)
     if args.dry_run:
-        return dry_run(args, outputs, queue, job_definition, out)
+        return dry_run(args, outputs, queue, job_definition, out, store)
     region = resolve_region(args, outputs)
     manifest_path = args.manifest or default_manifest_path(sanitize_job_name(exp))
     manifest_path_error(manifest_path)  # the default one too: refused before anything is submitted
@@ -731,7 +774,7 @@ def run_submit(args: Submit, out: Optional[TextIO] = None) -> int:
             )
         job_definition = register_with_secret(batch, definition, args.wandb_key_ref)
         print(f"job definition revision with the W&B key reference: {job_definition}", file=out)
-    plan = plan_submit(args, queue, job_definition)
+    plan = plan_submit(args, queue, job_definition, store)
     manifest: dict[str, Any] = {
         "submitted_at": utc_now(),
         "region": region,
@@ -741,6 +784,7 @@ def run_submit(args: Submit, out: Optional[TextIO] = None) -> int:
         "environment": plan.environment,
         "array": args.array,
         "log_group": outputs.get("log_group_name"),
+        "run_store": store,
         "jobs": [],
     }
     try:  # written before the first submission: a path that cannot be written is found before anything runs
@@ -784,9 +828,12 @@ def run_submit(args: Submit, out: Optional[TextIO] = None) -> int:
     return 0
 
 
-def dry_run(args: Submit, outputs: dict[str, Any], queue: str, job_definition: str, out: Optional[TextIO] = None) -> int:
+def dry_run(
+    args: Submit, outputs: dict[str, Any], queue: str, job_definition: str, out: Optional[TextIO] = None, store=None
+) -> int:
     """Prints, for each job (each array child), a `# ` comment with the `submit_job` request and the equivalent
-    `docker run` command line (shlex-quoted). Calls no AWS API."""
+    `docker run` command line (shlex-quoted; without the run store, which keys folders by Batch job ids). Calls no
+    AWS API."""
     out = out or sys.stdout
     image = args.image or outputs.get("image")
     if not image:
@@ -794,16 +841,18 @@ def dry_run(args: Submit, outputs: dict[str, Any], queue: str, job_definition: s
     error = image_error(image)
     if error:
         raise UsageError(error)
-    plan = plan_submit(args, queue, job_definition)
+    plan = plan_submit(args, queue, job_definition, store)
     wandb = tracks(args) or args.wandb_key_ref is not None
     print(f"# dry run: nothing is submitted; queue {queue}, job definition {job_definition}, image {image}", file=out)
     if args.wandb_key_ref is not None:
         print(f"# would register a revision of {job_definition} with secret {WANDB_KEY} from {args.wandb_key_ref}", file=out)
     elif wandb:
         print(f"# --track: the job definition's {WANDB_KEY} secret is not checked in a dry run", file=out)
+    if store:
+        print(f"# run store {store} ({RUN_STORE}): in the jobs, not in these docker run lines", file=out)
     for kwargs, runs in zip(plan.submissions, plan.runs):
         print(f"# submit_job {json.dumps(kwargs)}", file=out)
-        env = {e["name"]: e["value"] for e in kwargs["containerOverrides"].get("environment", [])}
+        env = {e["name"]: e["value"] for e in kwargs["containerOverrides"].get("environment", []) if e["name"] != RUN_STORE}
         resources = dict(vcpus=args.vcpus, memory_mib=args.memory_mib, gpus=args.gpus, wandb_key=wandb)
         command = kwargs["containerOverrides"]["command"]
         for index, (env_id, seed) in enumerate(runs):

@@ -5,6 +5,7 @@ AWS errors as one line, and the W&B key never written anywhere."""
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 import time
@@ -531,6 +532,7 @@ def test_terraform_outputs_give_queue_definition_region_and_image(moto, tmp_path
         "job_definition_name": {"value": "cleanrl"},
         "log_group_name": {"value": "/aws/batch/cleanrl"},
         "image": {"value": IMAGE},
+        "run_store": {"value": "s3://cleanrl-runs-0123/runs"},
     }
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
@@ -544,6 +546,10 @@ def test_terraform_outputs_give_queue_definition_region_and_image(moto, tmp_path
         cli(moto, "submit", "--terraform-dir", "tf", "--queue", "cpu_spot", "--dry-run", *SMALL, cwd=tmp_path, env=env)
     )
     assert f"queue cleanrl-cpu-spot, job definition cleanrl, image {IMAGE}" in result.stdout
+    # the run store is named, and left out of the docker run lines (it keys run folders by Batch job ids)
+    assert "# run store s3://cleanrl-runs-0123/runs (CLEANRL_RUN_STORE)" in result.stdout
+    docker_lines = [line for line in result.stdout.splitlines() if line.startswith("docker run")]
+    assert len(docker_lines) == 4 and not [line for line in docker_lines if "CLEANRL_RUN_STORE" in line]
     result = ok(
         cli(
             moto,
@@ -564,7 +570,30 @@ def test_terraform_outputs_give_queue_definition_region_and_image(moto, tmp_path
         manifest["queue"] == "cleanrl-cpu-spot"
         and manifest["region"] == REGION
         and manifest["log_group"] == "/aws/batch/cleanrl"
+        and manifest["run_store"] == "s3://cleanrl-runs-0123/runs"
     )
+    batch = moto.client("batch")
+    for job in batch.describe_jobs(jobs=job_ids_in(tmp_path / "m.json"))["jobs"]:
+        assert {"name": "CLEANRL_RUN_STORE", "value": "s3://cleanrl-runs-0123/runs"} in job["container"]["environment"]
+    ok(
+        cli(
+            moto,
+            "submit",
+            "--terraform-dir",
+            "tf",
+            "--queue",
+            "cpu_spot",
+            *SMALL,
+            "--no-run-store",
+            "--manifest",
+            "n.json",
+            cwd=tmp_path,
+            env=env,
+        )
+    )
+    assert json.loads((tmp_path / "n.json").read_text())["run_store"] is None
+    for job in batch.describe_jobs(jobs=job_ids_in(tmp_path / "n.json"))["jobs"]:
+        assert "CLEANRL_RUN_STORE" not in {e["name"] for e in job["container"].get("environment", [])}
     result = cli(moto, "submit", "--terraform-dir", "tf", "--queue", "gpu_on_demand", *SMALL, cwd=tmp_path, env=env)
     assert (
         result.returncode == 2
@@ -595,3 +624,34 @@ def test_gpu_queue_checks():
         "containerProperties": {"resourceRequirements": [{"type": "VCPU", "value": "2"}, {"type": "GPU", "value": "1"}]}
     }
     assert tool.definition_gpus(definition) == 1 and tool.definition_gpus({"containerProperties": {}}) == 0
+
+
+def test_checkpoint_warning(tmp_path, monkeypatch):
+    """A run store helps only runs that checkpoint: the commands that would start again from step 0 are named."""
+    monkeypatch.chdir(REPO)
+    warning = tool.checkpoint_warning(shlex.split("python cleanrl/ppo.py --total-timesteps 500000"))
+    assert warning.startswith("ppo.py checkpoints only with --checkpoint-every N (the command gives none)")
+    for command in ("--checkpoint-every 10", "--checkpoint-every=10", "--checkpoint_every 10"):
+        assert tool.checkpoint_warning(["python", "cleanrl/ppo.py", *shlex.split(command)]) is None, command
+    assert "gives none" in tool.checkpoint_warning(["python", "cleanrl/ppo.py", "--checkpoint-every", "0"])
+    (tmp_path / "on.py").write_text("class Args:\n    checkpoint_every: int = 150\n")
+    (tmp_path / "never.py").write_text("class Args:\n    total_timesteps: int = 1000\n")
+    assert tool.checkpoint_warning(["python", str(tmp_path / "on.py")]) is None  # on by default
+    assert tool.checkpoint_warning(["python", str(tmp_path / "never.py")]) == (
+        "never.py does not checkpoint: a retried attempt starts again from step 0"
+    )
+    assert tool.checkpoint_warning(["python", "missing/elsewhere.py"]) is None  # not here to read: no claim
+    assert tool.checkpoint_warning(["python", "-m", "cleanrl_utils.benchmark"]) is None
+
+
+def test_submit_warns_about_a_command_that_does_not_checkpoint(moto, tmp_path):
+    """One line on stderr, and the jobs are still submitted (with the run store)."""
+    (tmp_path / "cleanrl").mkdir()
+    shutil.copy(REPO / "cleanrl" / "ppo.py", tmp_path / "cleanrl" / "ppo.py")
+    store = ["--env", "CLEANRL_RUN_STORE=s3://bucket/runs"]
+    result = ok(cli(moto, *SUBMIT, *SMALL, *store, "--manifest", "m.json", cwd=tmp_path))
+    assert result.stderr.count("submit: warning: ppo.py checkpoints only with --checkpoint-every N") == 1, result.stderr
+    assert len(result.stderr.splitlines()) == 1 and len(job_ids_in(tmp_path / "m.json")) == 4
+    small = [*SMALL[:-1], SMALL[-1] + " --checkpoint-every 2"]
+    assert ok(cli(moto, *SUBMIT, *small, *store, "--manifest", "n.json", cwd=tmp_path)).stderr == ""
+    assert ok(cli(moto, *SUBMIT, *SMALL, "--manifest", "o.json", cwd=tmp_path)).stderr == ""  # no store, no warning
