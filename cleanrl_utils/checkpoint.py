@@ -16,9 +16,11 @@ What a checkpoint holds (`runs/{run_name}/checkpoint.pt`, one `torch.save` file 
 - the training state (the script's globals that `start` names), each entry by its kind: anything with `state_dict()`
   and `load_state_dict()` (networks, optimizers; loaded in place), a torch tensor (copied back in place, e.g. SAC's
   log α), a flax struct such as a `TrainState` (restored into a new one: the script rebinds it), an object of the
-  script's own such as its `ReplayBuffer` (its attributes, put back in place), or a plain value (counters, JAX
-  keys, NumPy arrays; rebound in the script). The replay memory is the entry named `rb`; with `args.checkpoint_memory` False
-  it is left out, and a resumed run says in one line that it starts with an empty one.
+  script's own such as its `ReplayBuffer` (its attributes, put back in place), a list or tuple holding such entries
+  (each item by its own kind, e.g. the running statistics of every sub-env's normalisation wrapper; rebound as a new
+  list or tuple of the items restored), or a plain value (counters, JAX keys, NumPy arrays; rebound in the script).
+  The replay memory is the entry named `rb`; with `args.checkpoint_memory` False it is left out, and a resumed run
+  says in one line that it starts with an empty one.
 - every random generator the script draws from: Python's `random`, NumPy's global one, torch's CPU and CUDA ones,
   and the vector env's action spaces (`envs.action_space`, `envs.single_action_space`). JAX keys are state entries.
   The envs themselves start new episodes on a resume (the scripts reset them with `seed + global_step`).
@@ -216,6 +218,10 @@ def capture(value):
         return "value", value
     if hasattr(value, "__dict__") and not isinstance(value, type):
         return "attributes", dict(vars(value))
+    if isinstance(value, list | tuple) and not hasattr(value, "_fields"):
+        items = [capture(item) for item in value]
+        if any(kind != "value" for kind, _ in items):  # live objects (e.g. a statistic per sub-env): each in place
+            return "items", items
     return "value", value
 
 
@@ -239,6 +245,10 @@ def restore(name, value, kind, payload):
                         f"{attribute} has shape {tuple(saved.shape)} in the checkpoint, {tuple(current.shape)} now"
                     )
             vars(value).update(payload)
+        elif kind == "items":
+            if len(payload) != len(value):
+                raise ValueError(f"{len(payload)} items in the checkpoint, {len(value)} now")
+            return type(value)(restore(f"{name}[{i}]", v, *saved) for i, (v, saved) in enumerate(zip(value, payload)))
         else:
             return payload
     except (RuntimeError, ValueError, KeyError, TypeError) as e:
