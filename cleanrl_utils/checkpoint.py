@@ -40,6 +40,7 @@ Where a run folder outlives its machine (a cloud job: `CLEANRL_RUN_STORE`, set b
 """
 
 import dataclasses
+import functools
 import importlib
 import os
 import random
@@ -217,12 +218,24 @@ def capture(value):
     if isinstance(value, np.ndarray | np.generic) or (jax is not None and isinstance(value, jax.Array)):
         return "value", value
     if hasattr(value, "__dict__") and not isinstance(value, type):
-        return "attributes", dict(vars(value))
+        return "attributes", _attributes(value)
     if isinstance(value, list | tuple) and not hasattr(value, "_fields"):
         items = [capture(item) for item in value]
         if any(kind != "value" for kind, _ in items):  # live objects (e.g. a statistic per sub-env): each in place
             return "items", items
     return "value", value
+
+
+def _attributes(value):
+    """vars(value), with the attributes of its own objects of a class from the same module (a replay memory's sum tree)
+    spelled out as "name.attribute": a checkpoint holds no object of a script's class, which only that script can read."""
+    found = {}
+    for name, item in vars(value).items():
+        if hasattr(item, "__dict__") and not isinstance(item, type) and type(item).__module__ == type(value).__module__:
+            found.update({f"{name}.{attribute}": v for attribute, v in _attributes(item).items()})
+        else:
+            found[name] = item
+    return found
 
 
 def restore(name, value, kind, payload):
@@ -238,20 +251,24 @@ def restore(name, value, kind, payload):
         elif kind == "flax":
             return importlib.import_module("flax.serialization").from_state_dict(value, payload)
         elif kind == "attributes":
+            owners = {}  # "name.attribute" is the attribute of value's object `name` (see _attributes)
             for attribute, saved in payload.items():
-                current = getattr(value, attribute, None)
+                *path, leaf = attribute.split(".")
+                owners[attribute] = owner = functools.reduce(getattr, path, value)
+                current = getattr(owner, leaf, None)
                 if hasattr(current, "shape") and hasattr(saved, "shape") and current.shape != saved.shape:
                     raise ValueError(
                         f"{attribute} has shape {tuple(saved.shape)} in the checkpoint, {tuple(current.shape)} now"
                     )
-            vars(value).update(payload)
+            for attribute, saved in payload.items():
+                vars(owners[attribute])[attribute.split(".")[-1]] = saved
         elif kind == "items":
             if len(payload) != len(value):
                 raise ValueError(f"{len(payload)} items in the checkpoint, {len(value)} now")
             return type(value)(restore(f"{name}[{i}]", v, *saved) for i, (v, saved) in enumerate(zip(value, payload)))
         else:
             return payload
-    except (RuntimeError, ValueError, KeyError, TypeError) as e:
+    except (RuntimeError, ValueError, KeyError, TypeError, AttributeError) as e:
         reason = (str(e).strip().splitlines() or [type(e).__name__])[0]
         raise CheckpointError(
             f"the saved {name} does not fit the flags given now ({reason}); resume with the flags the run was started with"
