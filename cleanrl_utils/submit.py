@@ -499,41 +499,33 @@ def definition_gpus(definition: dict[str, Any]) -> int:
     return sum(int(r.get("value", 0)) for r in requirements if r.get("type") == "GPU")
 
 
-def run_store_url(args: Submit, outputs: dict[str, Any]) -> Optional[str]:
-    """The run store the jobs use: `--env CLEANRL_RUN_STORE=...`, else terraform's `run_store` output; None with
-    `--no-run-store` or when there is none."""
-    return (parse_env(args.env).get(RUN_STORE) or outputs.get("run_store")) if args.run_store else None
-
-
 def checkpoint_warning(words: list[str]) -> Optional[str]:
-    """Why the runs of a command would not go on from a checkpoint when retried, or None (also when its script,
-    the first word ending in `.py`, is not a file here): the command gives `--checkpoint-every 0`, or gives none
-    and its script's default is 0 or it has no such flag."""
-    script = next((word for word in words if word.endswith(".py")), None)
-    if script is None or not os.path.isfile(script):
+    """Why the runs of a command would start again from step 0 when retried, or None (also when its script, the
+    first word ending in `.py`, is not a file here): the script has no --checkpoint-every, or the command gives
+    it as 0, or gives none where the script's default is 0."""
+    script = next((word for word in words if word.endswith(".py")), "")
+    if not os.path.isfile(script):
         return None
-    given = [w.split("=", 1)[1] for w in words if "=" in w and w.split("=", 1)[0] in CHECKPOINT_FLAGS]
-    given += [flag_value(words, flag) for flag in CHECKPOINT_FLAGS if flag in words]
+    given = [w.split("=", 1)[-1] if "=" in w else flag_value(words, w) for w in words if w.split("=")[0] in CHECKPOINT_FLAGS]
     with open(script) as f:
         default = re.search(r"^\s+checkpoint_every: int = (\d+)", f.read(), re.MULTILINE)
-    name = os.path.basename(script)
     if default is None:
-        return f"{name} does not checkpoint: a retried attempt starts again from step 0"
+        return f"{os.path.basename(script)} does not checkpoint: a retried attempt starts again from step 0"
     if "0" in given or (not given and default[1] == "0"):
         return (
-            f"{name} checkpoints only with --checkpoint-every N (the command gives none): a retried attempt starts again "
-            "from step 0, and the run store keeps nothing of it"
+            f"{os.path.basename(script)} checkpoints only with --checkpoint-every N (the command gives none): a "
+            "retried attempt starts again from step 0, and the run store keeps nothing of it"
         )
     return None
 
 
-def plan_submit(args: Submit, queue: str, job_definition: str, store: Optional[str] = None) -> Plan:
+def plan_submit(args: Submit, queue: str, job_definition: str) -> Plan:
     """The submissions of a validated `submit`: one per run (name `{exp}__{env}__{seed}`), or with `--array`
     one array job (name `{exp}__{N}runs`) whose children run `run-array-child` with the plan in the
     environment (`CLEANRL_ARRAY_ENV_IDS`, `CLEANRL_ARRAY_SEEDS`)."""
     words = command_words(args)
     exp = args.exp_name if args.exp_name is not None else default_exp_name(words)
-    environment = parse_env(args.env) | ({RUN_STORE: store} if store else {})
+    environment = parse_env(args.env)
     seeds = range(args.start_seed, args.start_seed + args.num_seeds)
     runs = plan_runs(shlex.join(words), args.env_ids, seeds, "")
     resources = dict(
@@ -748,12 +740,13 @@ def run_submit(args: Submit, out: Optional[TextIO] = None) -> int:
         raise UsageError("no job definition: give --job-definition or --terraform-dir")
     words = command_words(args)
     exp = args.exp_name if args.exp_name is not None else default_exp_name(words)
-    store = run_store_url(args, outputs)
-    warning = checkpoint_warning(words) if store else None
-    if warning:
-        print(f"{PROG}: warning: {warning}", file=sys.stderr)
+    if args.run_store and outputs.get("run_store") and RUN_STORE not in parse_env(args.env):
+        args.env = [*args.env, f"{RUN_STORE}={outputs['run_store']}"]  # the jobs keep their run folders there
+    store = parse_env(args.env).get(RUN_STORE)
+    if store and checkpoint_warning(words):
+        print(f"{PROG}: warning: {checkpoint_warning(words)}", file=sys.stderr)
     if args.dry_run:
-        return dry_run(args, outputs, queue, job_definition, out, store)
+        return dry_run(args, outputs, queue, job_definition, out)
     region = resolve_region(args, outputs)
     manifest_path = args.manifest or default_manifest_path(sanitize_job_name(exp))
     manifest_path_error(manifest_path)  # the default one too: refused before anything is submitted
@@ -774,7 +767,7 @@ def run_submit(args: Submit, out: Optional[TextIO] = None) -> int:
             )
         job_definition = register_with_secret(batch, definition, args.wandb_key_ref)
         print(f"job definition revision with the W&B key reference: {job_definition}", file=out)
-    plan = plan_submit(args, queue, job_definition, store)
+    plan = plan_submit(args, queue, job_definition)
     manifest: dict[str, Any] = {
         "submitted_at": utc_now(),
         "region": region,
@@ -828,9 +821,7 @@ def run_submit(args: Submit, out: Optional[TextIO] = None) -> int:
     return 0
 
 
-def dry_run(
-    args: Submit, outputs: dict[str, Any], queue: str, job_definition: str, out: Optional[TextIO] = None, store=None
-) -> int:
+def dry_run(args: Submit, outputs: dict[str, Any], queue: str, job_definition: str, out: Optional[TextIO] = None) -> int:
     """Prints, for each job (each array child), a `# ` comment with the `submit_job` request and the equivalent
     `docker run` command line (shlex-quoted; without the run store, which keys folders by Batch job ids). Calls no
     AWS API."""
@@ -841,15 +832,15 @@ def dry_run(
     error = image_error(image)
     if error:
         raise UsageError(error)
-    plan = plan_submit(args, queue, job_definition, store)
+    plan = plan_submit(args, queue, job_definition)
     wandb = tracks(args) or args.wandb_key_ref is not None
     print(f"# dry run: nothing is submitted; queue {queue}, job definition {job_definition}, image {image}", file=out)
     if args.wandb_key_ref is not None:
         print(f"# would register a revision of {job_definition} with secret {WANDB_KEY} from {args.wandb_key_ref}", file=out)
     elif wandb:
         print(f"# --track: the job definition's {WANDB_KEY} secret is not checked in a dry run", file=out)
-    if store:
-        print(f"# run store {store} ({RUN_STORE}): in the jobs, not in these docker run lines", file=out)
+    if RUN_STORE in plan.environment:
+        print(f"# run store {plan.environment[RUN_STORE]} ({RUN_STORE}): in the jobs, not in these docker run lines", file=out)
     for kwargs, runs in zip(plan.submissions, plan.runs):
         print(f"# submit_job {json.dumps(kwargs)}", file=out)
         env = {e["name"]: e["value"] for e in kwargs["containerOverrides"].get("environment", []) if e["name"] != RUN_STORE}

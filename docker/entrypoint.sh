@@ -13,4 +13,7 @@ if [ "$#" -eq 0 ]; then
     echo "cleanrl image: no command given; e.g. python cleanrl/ppo.py --total-timesteps 2048" >&2
     exit 2
 fi
+# exec, not a child: the command replaces this shell, so the SIGTERM that tini (PID 1) forwards on `docker stop`
+# or an instance's shutdown reaches the script itself, and its exit code (143 or 130 after a clean stop by a
+# signal) is the container's, which the job definition's retry strategy reads.
 exec "$@"

@@ -67,3 +67,12 @@ run "fractional_bid_bad_names_and_job_settings" {
     var.job_command, var.image_tag, var.job_gpus,
   ]
 }
+
+run "stop_timeout_and_run_store_expiration" {
+  command = plan
+  variables {
+    job_stop_timeout_seconds  = 10
+    run_store_expiration_days = 0
+  }
+  expect_failures = [var.job_stop_timeout_seconds, var.run_store_expiration_days]
+}
