@@ -261,7 +261,8 @@ def restore(name, value, kind, payload):
                         f"{attribute} has shape {tuple(saved.shape)} in the checkpoint, {tuple(current.shape)} now"
                     )
             for attribute, saved in payload.items():
-                vars(owners[attribute])[attribute.split(".")[-1]] = saved
+                if not isinstance(saved, torch.device):  # a replay memory samples onto this run's device, not the saved one's
+                    vars(owners[attribute])[attribute.split(".")[-1]] = saved
         elif kind == "items":
             if len(payload) != len(value):
                 raise ValueError(f"{len(payload)} items in the checkpoint, {len(value)} now")

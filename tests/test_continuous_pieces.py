@@ -185,3 +185,19 @@ def test_validation_refuses_spaces_that_cannot_be_squashed_or_fed(module, space,
     error = module.validation_error(args, env)
     assert error is not None and message.format(script=script) in error
     assert module.validation_error(args, _Env(gym.spaces.Box(LOW, HIGH))) is None
+
+
+@pytest.mark.parametrize("module", ALL, ids=lambda m: m.__name__)
+def test_a_replay_memory_from_a_checkpoint_of_another_device_samples_onto_this_runs(module):
+    # a run checkpointed on a GPU machine and resumed on a CPU one (or the other way): the transitions come back, the
+    # device stays this run's ("meta" stands in for the other machine's)
+    from cleanrl_utils.checkpoint import capture, decode, encode, restore
+
+    saved = module.ReplayBuffer(8, (3,), 2, torch.device("meta"))
+    saved.add(np.ones((1, 3)), np.ones((1, 2)), np.ones(1), np.zeros(1), np.zeros(1), np.ones((1, 3)), None)
+    live = module.ReplayBuffer(8, (3,), 2, torch.device("cpu"))
+    kind, payload = capture(saved)
+    restore("rb", live, kind, decode(encode(payload)))
+    assert live.device == torch.device("cpu") and (live.pos, live.size) == (1, 1)
+    b_obs, *_ = live.sample(4)
+    assert b_obs.device == torch.device("cpu") and (b_obs == 1).all()
