@@ -14,11 +14,10 @@ import torch
 
 from cleanrl_utils.report import read_scalars
 from conftest import (
-    check_ok,
+    check_checkpoint_and_resume,
     check_refused,
     check_warns_and_runs,
     load_script,
-    only_run_dir,
     run_benchmark,
     run_copied_alone,
     run_script,
@@ -135,20 +134,26 @@ def test_envpool_autoreset_is_next_step():
     envs.close()
 
 
-def test_default_flags_log_every_tag_once_per_iteration(workdir):
-    result = run_script(SCRIPT, *TINY, cwd=workdir)
-    check_ok(result)
-    assert "frame skip 4, sticky-action probability 0, episodic life" in result.stdout
-    assert f"time limit {MAX_EPISODE_STEPS} agent steps" in result.stdout
-    assert "global_step=" in result.stdout and "SPS=" in result.stdout
-    run_dir = only_run_dir(workdir)
+def test_default_flags_log_every_tag_once_per_iteration_and_resume(workdir):
+    results = []  # the run with a checkpoint after each iteration, then its resume for two more (192 more steps)
+
+    def run(*args, cwd):
+        results.append(run_script(*args, cwd=cwd))
+        return results[-1]
+
+    run_dir = check_checkpoint_and_resume(SCRIPT, TINY, 1, workdir, run=run)
+    assert "frame skip 4, sticky-action probability 0, episodic life" in results[0].stdout
+    assert f"time limit {MAX_EPISODE_STEPS} agent steps" in results[0].stdout
+    assert "global_step=" in results[0].stdout and "SPS=" in results[0].stdout
     for tag in ["losses/td_loss", "losses/q_values", "charts/epsilon", "charts/SPS", "charts/learning_rate"]:
         steps, _ = read_scalars(str(run_dir), tag)
-        assert list(steps) == [96, 192], tag
-    # one game per env, each cut by the time limit: its life losses neither logged nor ended it
-    _, lengths = read_scalars(str(run_dir), "charts/episodic_length")
+        assert list(steps) == [96, 192, 288, 384], tag
+    # one game per env in each part (the resumed one starts new games), each cut by the time limit: its life losses
+    # neither logged nor ended it
+    steps, lengths = read_scalars(str(run_dir), "charts/episodic_length")
     _, returns = read_scalars(str(run_dir), "charts/episodic_return")
-    assert list(lengths) == [MAX_EPISODE_STEPS] * 4 and len(returns) == 4 and all(r >= 0 for r in returns)
+    assert list(lengths) == [MAX_EPISODE_STEPS] * 8 and len(returns) == 8 and all(r >= 0 for r in returns)
+    assert sum(steps <= 192) == 4
     assert not (workdir / "videos").exists()
 
 
@@ -169,6 +174,10 @@ REFUSED = [
     (["--env-id", "CartPole-v1"], "CartPole-v1 is not an envpool Atari game"),
     (["--num-minibatches", 3], "does not split into --num-minibatches 3"),
     (["--max-episode-steps", 0], "--update-epochs, --max-episode-steps must be at least 1"),
+    (
+        ["--total-timesteps", 0],
+        "--total-timesteps, --num-envs, --num-steps, --num-minibatches, --update-epochs, --max-episode",
+    ),
     (["--seed", 2**31], "--seed must be in [0, 2**31 - 128], got 2147483648"),
     (["--exploration-fraction", 2], "--gamma, --q-lambda, --start-e, --end-e and --exploration-fraction must be in [0, 1]"),
 ]

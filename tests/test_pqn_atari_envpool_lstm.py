@@ -10,11 +10,10 @@ import torch
 
 from cleanrl_utils.report import read_scalars
 from conftest import (
-    check_ok,
+    check_checkpoint_and_resume,
     check_refused,
     check_warns_and_runs,
     load_script,
-    only_run_dir,
     run_benchmark,
     run_copied_alone,
     run_script,
@@ -102,18 +101,23 @@ def test_replaying_a_rollout_gives_the_q_values_acted_on(q_network):
     torch.testing.assert_close(final_state[0], state[0])
 
 
-def test_default_flags_log_every_tag_once_per_iteration(workdir):
-    result = run_script(SCRIPT, *TINY, cwd=workdir)
-    check_ok(result)
-    assert "frame skip 4, sticky-action probability 0, episodic life" in result.stdout
-    assert "global_step=" in result.stdout and "SPS=" in result.stdout
-    run_dir = only_run_dir(workdir)
+def test_default_flags_log_every_tag_once_per_iteration_and_resume(workdir):
+    results = []  # the run with a checkpoint after each iteration, then its resume for two more (192 more steps)
+
+    def run(*args, cwd):
+        results.append(run_script(*args, cwd=cwd))
+        return results[-1]
+
+    run_dir = check_checkpoint_and_resume(SCRIPT, TINY, 1, workdir, run=run)
+    assert "frame skip 4, sticky-action probability 0, episodic life" in results[0].stdout
+    assert "global_step=" in results[0].stdout and "SPS=" in results[0].stdout
     for tag in ["losses/td_loss", "losses/q_values", "charts/epsilon", "charts/SPS", "charts/learning_rate"]:
         steps, _ = read_scalars(str(run_dir), tag)
-        assert list(steps) == [96, 192], tag
-    _, lengths = read_scalars(str(run_dir), "charts/episodic_length")
-    assert list(lengths) == [MAX_EPISODE_STEPS] * 4
-    assert len(read_scalars(str(run_dir), "charts/episodic_return")[1]) == 4
+        assert list(steps) == [96, 192, 288, 384], tag
+    # one game per env in each part: the resumed run starts new games (with an empty memory)
+    steps, lengths = read_scalars(str(run_dir), "charts/episodic_length")
+    assert list(lengths) == [MAX_EPISODE_STEPS] * 8 and sum(steps <= 192) == 4
+    assert len(read_scalars(str(run_dir), "charts/episodic_return")[1]) == 8
     assert not (workdir / "videos").exists()
 
 
@@ -135,6 +139,10 @@ REFUSED = [
     (["--env-id", "StarpilotEasy-v0"], "StarpilotEasy-v0 is not an envpool Atari game"),
     (["--num-envs", 4, "--num-minibatches", 3], "--num-envs 4 does not split into --num-minibatches 3"),
     (["--q-lambda", 1.5], "--gamma, --q-lambda, --start-e, --end-e and --exploration-fraction must be in [0, 1]"),
+    (
+        ["--total-timesteps", -5],
+        "--total-timesteps, --num-envs, --num-steps, --num-minibatches, --update-epochs, --max-episode",
+    ),
 ]
 
 
