@@ -8,11 +8,10 @@ import os
 import random
 import re
 import shutil
-import signal
 import sys
 import time
 from collections import deque
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import ale_py
 import gymnasium as gym
@@ -89,7 +88,7 @@ class Args:
     """the maximum norm for the gradient clipping"""
     target_kl: float | None = None
     """the target KL divergence threshold (stops the epochs of an update early)"""
-    checkpoint_every: int = 100
+    checkpoint_every: int = 150
     """write runs/{run_name}/checkpoint.pt every this many iterations (num_envs x num_steps steps) and at Ctrl-C; 0: never"""
     resume: str | None = None
     """continue the run saved in this run folder (or its checkpoint.pt), with its flags; flags given here override them"""
@@ -128,11 +127,16 @@ class Agent(nn.Module):
     def __init__(self, n_actions):
         super().__init__()
         self.network = nn.Sequential(
-            layer_init(nn.Conv2d(4, 32, 8, stride=4)), nn.ReLU(),
-            layer_init(nn.Conv2d(32, 64, 4, stride=2)), nn.ReLU(),
-            layer_init(nn.Conv2d(64, 64, 3, stride=1)), nn.ReLU(),
-            nn.Flatten(), layer_init(nn.Linear(64 * 7 * 7, 512)), nn.ReLU(),
-        )  # fmt: skip
+            layer_init(nn.Conv2d(4, 32, 8, stride=4)),
+            nn.ReLU(),
+            layer_init(nn.Conv2d(32, 64, 4, stride=2)),
+            nn.ReLU(),
+            layer_init(nn.Conv2d(64, 64, 3, stride=1)),
+            nn.ReLU(),
+            nn.Flatten(),
+            layer_init(nn.Linear(64 * 7 * 7, 512)),
+            nn.ReLU(),
+        )
         self.actor = layer_init(nn.Linear(512, n_actions), std=0.01)
         self.critic = layer_init(nn.Linear(512, 1), std=1)
 
@@ -161,22 +165,32 @@ def compute_gae(rewards, values, dones, terminations, final_values, next_value, 
 def validation_error(args, env):
     """The first reason this command line cannot run on `env`, as one line, or None."""
     batch_size, minibatches = args.num_envs * args.num_steps, max(args.num_minibatches, 1)  # 1 if 0: all rows are evaluated
-    sizes = ("num_envs", "num_steps", "num_minibatches", "update_epochs")
+    sizes = ("total_timesteps", "num_envs", "num_steps", "num_minibatches", "update_epochs")
     checks = [
         (not isinstance(env.unwrapped, ale_py.AtariEnv), f"{args.env_id} is not an ale-py Atari game; {SCRIPT} needs one"),
         (min(getattr(args, k) for k in sizes) < 1, f"--{', --'.join(k.replace('_', '-') for k in sizes)} must be at least 1"),
-        (batch_size % minibatches != 0, f"the batch of {batch_size} steps (--num-envs {args.num_envs} x --num-steps "
-         f"{args.num_steps}) does not split into --num-minibatches {minibatches}; pick a divisor of {batch_size}"),
-        (args.norm_adv and batch_size // minibatches < 2,
-         "minibatches of 1 step cannot normalise advantages; use fewer --num-minibatches or --no-norm-adv"),
+        (
+            batch_size % minibatches != 0,
+            f"the batch of {batch_size} steps (--num-envs {args.num_envs} x --num-steps "
+            f"{args.num_steps}) does not split into --num-minibatches {minibatches}; pick a divisor of {batch_size}",
+        ),
+        (
+            args.norm_adv and batch_size // minibatches < 2,
+            "minibatches of 1 step cannot normalise advantages; use fewer --num-minibatches or --no-norm-adv",
+        ),
         (not (0 <= args.gamma <= 1 and 0 <= args.gae_lambda <= 1), "--gamma and --gae-lambda must be in [0, 1]"),
-        (not 0 < args.learning_rate < 3.4e37,  # above, Adam's first step (lr / 0.1) overflows float32
-         f"--learning-rate must be positive and finite in float32, got {args.learning_rate}"),
+        (
+            not 0 < args.learning_rate < 3.4e37,  # above, Adam's first step (lr / 0.1) overflows float32
+            f"--learning-rate must be positive and finite in float32, got {args.learning_rate}",
+        ),
         (not 0 <= args.seed < 2**32, f"--seed must be in [0, 2**32 - 1], got {args.seed}"),
-        (not re.fullmatch(r"[\w.-]{1,150}", args.exp_name) or "__" in args.exp_name,
-         f"--exp-name {args.exp_name!r} must be a folder name: up to 150 letters, digits, '.', '-' and single '_'"),
+        (
+            not re.fullmatch(r"[\w.-]{1,150}", args.exp_name) or "__" in args.exp_name,
+            f"--exp-name {args.exp_name!r} must be a folder name: up to 150 letters, digits, '.', '-' and single '_'",
+        ),
         (args.capture_video and not importlib.util.find_spec("moviepy"), "--capture-video needs moviepy: pip install moviepy"),
-    ]  # fmt: skip
+        (args.capture_video and "rgb_array" not in env.metadata.get("render_modes", ()), f"{args.env_id} renders no video"),
+    ]
     return next((message for failed, message in checks if failed), None)
 
 
@@ -205,52 +219,52 @@ def evaluate(model_path, eval_episodes, run_name, device, capture_video=False):
 
 if __name__ == "__main__":
     args = tyro.cli(Args)
-    if args.resume:  # the saved run's flags, with those given now on top
-        path = f"{args.resume}/checkpoint.pt" if os.path.isdir(args.resume) else args.resume
-        try:
-            checkpoint = torch.load(path, map_location="cpu", weights_only=False)  # our own file, with NumPy's random state
-            args = tyro.cli(Args, default=Args(**checkpoint["args"]))
-        except Exception as e:
-            exit_if(f"cannot resume from {path} (a run folder of {SCRIPT} or its checkpoint.pt): {e}")
-        exit_if(args.env_id != checkpoint["args"]["env_id"] and "--env-id cannot change on --resume: the networks fit it")
-        exit_if(os.path.realpath(path) != os.path.realpath(f"runs/{checkpoint['run_name']}/checkpoint.pt") and f"resume "
-                f"runs/{checkpoint['run_name']} from the folder that holds it, where the run goes on ({path} is elsewhere)")
+    ckpt = None  # checkpoints, --resume and clean stops: cleanrl_utils/checkpoint.py, imported only when asked for
+    if (args.checkpoint_every or args.resume) and importlib.util.find_spec("cleanrl_utils"):
+        ckpt = importlib.import_module("cleanrl_utils.checkpoint").Checkpoint(SCRIPT, args)  # --resume: the saved flags
+    elif args.resume:
+        exit_if("--resume needs cleanrl_utils (pip install -e . in a cleanrl clone)")
+    elif args.checkpoint_every:  # a script copied alone trains without them
+        print(f"{SCRIPT}: checkpoints are off: they need cleanrl_utils (pip install -e . in a cleanrl clone)")
     try:  # unknown ids, missing modules or extras all mean this env cannot be made
         env = gym.make(args.env_id)
     except Exception as e:
         exit_if(f"cannot make {args.env_id!r}: {e}")
     exit_if(validation_error(args, env))
-    exit_if((not os.access(".", os.W_OK) or shutil.disk_usage(".").free < 2**26) and f"cannot write runs/ in {os.getcwd()}")
+    if not os.access(".", os.W_OK) or shutil.disk_usage(".").free < 2**26:
+        exit_if(f"cannot write runs/ in {os.getcwd()}")
     if args.upload_model:  # the Hub upload is shared plumbing, in cleanrl_utils/huggingface.py
-        hub = importlib.util.find_spec("cleanrl_utils") and importlib.import_module("cleanrl_utils.huggingface")
+        hub = importlib.import_module("cleanrl_utils.huggingface") if importlib.util.find_spec("cleanrl_utils") else None
         exit_if(hub.upload_error(args) if hub else "--upload-model needs cleanrl_utils (pip install -e . in a cleanrl clone)")
     args.batch_size = int(args.num_envs * args.num_steps)
     args.minibatch_size = int(args.batch_size // args.num_minibatches)
     args.num_iterations = args.total_timesteps // args.batch_size  # rounded down to whole batches
-    exit_if(args.resume and checkpoint["iteration"] >= args.num_iterations and "nothing left: give more --total-timesteps")
     if args.num_iterations == 0:
         print(f"{SCRIPT}: warning: the run ends before its first gradient step (--total-timesteps below one batch)")
-    run_time = int(time.time())
+    run_time = int(time.time())  # a run that started in the same second owns that name; a resumed run keeps its own
     while os.path.exists(f"runs/{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"):
-        run_time += 1  # a run that started in the same second owns that name
-    run_name = f"{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"
-    run_name = checkpoint["run_name"] if args.resume else run_name  # a resumed run goes on in its folder and log
+        run_time += 1
+    run_name = ckpt.run_name if args.resume else f"{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"
     if args.track:
         import wandb
 
         try:  # with no API key, W&B would wait at a login prompt
             if wandb.setup().settings.mode in ("online", "run", "shared") and not wandb.login(prompt=False):
                 raise RuntimeError("no API key")
-            wandb.init(project=args.wandb_project_name, entity=args.wandb_entity, name=run_name, config=vars(args),
-                       sync_tensorboard=True, save_code=True, id=checkpoint["wandb_id"] if args.resume else None,
-                       resume="allow")  # fmt: skip
+            wandb.init(
+                project=args.wandb_project_name,
+                entity=args.wandb_entity,
+                name=run_name,
+                config=vars(args),
+                sync_tensorboard=True,
+                save_code=True,
+            )
         except Exception as e:  # not logged in, no network, unknown entity: stop before anything is written
             reason = (str(e).splitlines() or [type(e).__name__])[0]
             exit_if(f"--track could not start a W&B run ({reason}); run `wandb login` or set WANDB_MODE=offline")
-    writer = SummaryWriter(f"runs/{run_name}", purge_step=args.resume and checkpoint["global_step"] + 1)  # drops later steps
+    writer = SummaryWriter(f"runs/{run_name}")
     writer.add_text("hyperparameters", "|param|value|\n|-|-|\n" + "\n".join(f"|{k}|{v}|" for k, v in vars(args).items()))
     uploaded_videos = set()  # W&B gets each finished video once (RecordVideo has no W&B hook)
-
     random.seed(args.seed)
     np.random.seed(args.seed)
     torch.manual_seed(args.seed)
@@ -268,24 +282,13 @@ if __name__ == "__main__":
     actions = torch.zeros((args.num_steps, args.num_envs) + envs.single_action_space.shape, dtype=torch.long).to(device)
     logprobs, rewards, dones, terminations, values, final_values = torch.zeros((6, args.num_steps, args.num_envs)).to(device)
 
-    global_step, start, recent_returns = 0, 1, deque(maxlen=20)
-    if args.resume:  # weights, optimizer, counters and random generators as saved; the envs start new episodes
-        agent.load_state_dict(checkpoint["agent"])
-        optimizer.load_state_dict(checkpoint["optimizer"])
-        global_step, start, rng = checkpoint["global_step"], checkpoint["iteration"] + 1, checkpoint["rng"]
-        for set_state, state in zip((np.random.set_state, torch.set_rng_state, torch.cuda.set_rng_state_all), rng):
-            set_state(state)
-    stop, training = [], True
-    def on_signal(signum, frame):  # the first Ctrl-C or SIGTERM in training ends the run after the step under way, so
-        if training and not stop:  # that its checkpoint is whole; a second one, or one after training, at once
-            return stop.append(signum)
-        print(f"{SCRIPT}: stopped at once by {signal.Signals(signum).name}; files written before stay", file=sys.stderr)
-        sys.exit(128 + signum)
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, on_signal)
+    global_step, recent_returns = 0, deque(maxlen=20)
+    if ckpt:  # a checkpoint holds these and every random generator; --resume loads them back here
+        ckpt.start(writer, envs, globals(), "agent optimizer global_step")
     start_time, start_step, last_print = time.time(), global_step, time.time()
-    next_obs = torch.as_tensor(envs.reset(seed=args.seed + global_step)[0], device=device)
-    for iteration in range(start, args.num_iterations + 1):
+    next_obs = torch.as_tensor(envs.reset(seed=args.seed + global_step)[0], device=device)  # a resumed run starts new episodes
+    # ---- ALGO LOGIC: the training loop (rollout, GAE, clipped-surrogate update); the set-up ends here ----
+    for iteration in range(global_step // args.batch_size + 1, args.num_iterations + 1):
         if args.anneal_lr:
             frac = 1.0 - (iteration - 1.0) / args.num_iterations
             optimizer.param_groups[0]["lr"] = frac * args.learning_rate
@@ -399,25 +402,20 @@ if __name__ == "__main__":
             last_print = time.time()
             recent = f"{np.mean(recent_returns):.2f}" if recent_returns else "n/a"
             left = (args.num_iterations - iteration) * args.batch_size / max(sps, 1)  # seconds, at the current speed
-            print(f"global_step={global_step}, {global_step / args.total_timesteps:.1%} of {args.total_timesteps}, "
-                  f"episodic_return(last {len(recent_returns)})={recent}, SPS={sps}, "
-                  f"{left // 3600:.0f}:{time.strftime('%M:%S', time.gmtime(left))} left", flush=True)  # fmt: skip
+            print(
+                f"global_step={global_step}, {global_step / args.total_timesteps:.1%} of {args.total_timesteps}, "
+                f"episodic_return(last {len(recent_returns)})={recent}, SPS={sps}, "
+                f"{left // 3600:.0f}:{time.strftime('%M:%S', time.gmtime(left))} left",
+                flush=True,
+            )
         for path in sorted(set(glob.glob(f"videos/{run_name}/*.mp4")) - uploaded_videos) if args.track else []:
             uploaded_videos.add(path)
             wandb.log({"videos": wandb.Video(path, format="mp4")})
-        if args.checkpoint_every and (stop or iteration % args.checkpoint_every == 0 or iteration == args.num_iterations):
-            writer.flush()  # the log on disk reaches the checkpoint: a killed run loses only the steps after it
-            rng = (np.random.get_state(), torch.get_rng_state(), torch.cuda.get_rng_state_all())
-            torch.save({"args": asdict(args), "run_name": run_name, "wandb_id": wandb.run.id if args.track else None,
-                        "agent": agent.state_dict(), "optimizer": optimizer.state_dict(), "global_step": global_step,
-                        "iteration": iteration, "rng": rng}, f"runs/{run_name}/checkpoint.tmp")  # fmt: skip
-            os.replace(f"runs/{run_name}/checkpoint.tmp", f"runs/{run_name}/checkpoint.pt")  # whole, or the last one stays
-        if stop:
-            break
-    training = False  # from here a signal stops the run at once; a saved model stays
+        if ckpt:  # at its cadence, at the end, and after Ctrl-C or SIGTERM, which then ends the run here
+            ckpt.step(iteration, last=iteration == args.num_iterations)
     envs.close()  # RecordVideo writes the video of an episode still running when it closes
 
-    if args.save_model and not stop:
+    if args.save_model:
         model_path = f"runs/{run_name}/{args.exp_name}.cleanrl_model"
         torch.save({"model": agent.state_dict(), "args": vars(args)}, model_path)
         print(f"model saved to {model_path}")
@@ -431,9 +429,5 @@ if __name__ == "__main__":
         for path in sorted(set(glob.glob(f"videos/{run_name}*/*.mp4")) - uploaded_videos):
             wandb.log({"videos": wandb.Video(path, format="mp4")})
         wandb.finish()
-    if stop:  # one line: what was kept and how to go on
-        kept = f"saved; go on with: python {sys.argv[0]} --resume runs/{run_name}" if args.checkpoint_every else "not saved"
-        print(f"{SCRIPT}: stopped by {signal.Signals(stop[0]).name} at global_step {global_step}; {kept}", file=sys.stderr)
-        sys.exit(128 + stop[0])
     if args.upload_model:  # last, so that a failed upload leaves every local result written
         hub.push_to_hub(args, run_name, episodic_returns, __file__, "PPO", "Proximal Policy Optimization")
