@@ -93,6 +93,10 @@ class Args:
     """the maximum norm for the gradient clipping"""
     target_kl: float | None = None
     """the target KL divergence threshold (stops the epochs of an update early)"""
+    checkpoint_every: int = 64
+    """write runs/{run_name}/checkpoint.pt every this many iterations (num_envs x num_steps steps) and at Ctrl-C; 0: never"""
+    resume: str | None = None
+    """continue the run saved in this run folder (or its checkpoint.pt), with its flags; flags given here override them"""
 
 
 class RecordGame(BaseParallelWrapper):  # at a game's end: info["episode"] = {"r": {player: score}, "l": agent steps}
@@ -126,7 +130,8 @@ def make_vector_env(env_id, num_games, capture_video, run_name, max_cycles):  # 
     def thunk(idx):
         film = capture_video and idx == 0
         env = importlib.import_module(f"pettingzoo.atari.{env_id}").parallel_env(
-            max_cycles=max_cycles, render_mode="rgb_array" if film else None, auto_rom_install_path=ROMS)  # fmt: skip
+            max_cycles=max_cycles, render_mode="rgb_array" if film else None, auto_rom_install_path=ROMS
+        )
         env = ss.frame_skip_v0(ss.max_observation_v0(env, 2), 4)
         # the raw game's statistics, before reward clipping; lengths count agent steps, as CleanRL publishes them
         env = RecordGame(env, f"videos/{run_name}" if film else None)
@@ -149,11 +154,16 @@ class Agent(nn.Module):
     def __init__(self, in_channels, n_actions):
         super().__init__()
         self.network = nn.Sequential(
-            layer_init(nn.Conv2d(in_channels, 32, 8, stride=4)), nn.ReLU(),
-            layer_init(nn.Conv2d(32, 64, 4, stride=2)), nn.ReLU(),
-            layer_init(nn.Conv2d(64, 64, 3, stride=1)), nn.ReLU(),
-            nn.Flatten(), layer_init(nn.Linear(64 * 7 * 7, 512)), nn.ReLU(),
-        )  # fmt: skip
+            layer_init(nn.Conv2d(in_channels, 32, 8, stride=4)),
+            nn.ReLU(),
+            layer_init(nn.Conv2d(32, 64, 4, stride=2)),
+            nn.ReLU(),
+            layer_init(nn.Conv2d(64, 64, 3, stride=1)),
+            nn.ReLU(),
+            nn.Flatten(),
+            layer_init(nn.Linear(64 * 7 * 7, 512)),
+            nn.ReLU(),
+        )
         self.actor, self.critic = layer_init(nn.Linear(512, n_actions), std=0.01), layer_init(nn.Linear(512, 1), std=1)
 
     # x: (B, 84, 84, 4 frames + 1 plane per player) uint8, channels last; the planes are 0 or 255, scaled like the frames
@@ -186,22 +196,31 @@ def env_error(env_id):  # why this script cannot play `env_id`, as one line, or 
 
 def validation_error(args, players):  # the first reason this command line cannot run, as one line, or None
     batch_size, minibatches = args.num_envs * args.num_steps, max(args.num_minibatches, 1)  # 1 if 0: all rows are evaluated
-    sizes = ("num_envs", "num_steps", "num_minibatches", "update_epochs", "max_cycles")
+    sizes = ("total_timesteps", "num_envs", "num_steps", "num_minibatches", "update_epochs", "max_cycles")
     checks = [
         (min(getattr(args, k) for k in sizes) < 1, f"--{', --'.join(k.replace('_', '-') for k in sizes)} must be at least 1"),
         (args.num_envs % players != 0, f"--num-envs must hold whole games: {args.env_id} has {players} players"),
-        (batch_size % minibatches != 0, f"the batch of {batch_size} steps (--num-envs {args.num_envs} x --num-steps "
-         f"{args.num_steps}) does not split into --num-minibatches {minibatches}; pick a divisor of {batch_size}"),
-        (args.norm_adv and batch_size // minibatches < 2,
-         "minibatches of 1 step cannot normalise advantages; use fewer --num-minibatches or --no-norm-adv"),
+        (
+            batch_size % minibatches != 0,
+            f"the batch of {batch_size} steps (--num-envs {args.num_envs} x --num-steps "
+            f"{args.num_steps}) does not split into --num-minibatches {minibatches}; pick a divisor of {batch_size}",
+        ),
+        (
+            args.norm_adv and batch_size // minibatches < 2,
+            "minibatches of 1 step cannot normalise advantages; use fewer --num-minibatches or --no-norm-adv",
+        ),
         (not (0 <= args.gamma <= 1 and 0 <= args.gae_lambda <= 1), "--gamma and --gae-lambda must be in [0, 1]"),
-        (not 0 < args.learning_rate < 3.4e37,  # above, Adam's first step (lr / 0.1) overflows float32
-         f"--learning-rate must be positive and finite in float32, got {args.learning_rate}"),
+        (
+            not 0 < args.learning_rate < 3.4e37,  # above, Adam's first step (lr / 0.1) overflows float32
+            f"--learning-rate must be positive and finite in float32, got {args.learning_rate}",
+        ),
         (not 0 <= args.seed < 2**32, f"--seed must be in [0, 2**32 - 1], got {args.seed}"),
-        (not re.fullmatch(r"[\w.-]{1,150}", args.exp_name) or "__" in args.exp_name,
-         f"--exp-name {args.exp_name!r} must be a folder name: up to 150 letters, digits, '.', '-' and single '_'"),
+        (
+            not re.fullmatch(r"[\w.-]{1,150}", args.exp_name) or "__" in args.exp_name,
+            f"--exp-name {args.exp_name!r} must be a folder name: up to 150 letters, digits, '.', '-' and single '_'",
+        ),
         (args.capture_video and not importlib.util.find_spec("moviepy"), "--capture-video needs moviepy: pip install moviepy"),
-    ]  # fmt: skip
+    ]
     return next((message for failed, message in checks if failed), None)
 
 
@@ -231,30 +250,45 @@ def evaluate(model_path, eval_episodes, run_name, device, capture_video=False): 
 
 if __name__ == "__main__":
     args = tyro.cli(Args)
+    ckpt = None  # checkpoints, --resume and clean stops: cleanrl_utils/checkpoint.py, imported only when asked for
+    if (args.checkpoint_every or args.resume) and importlib.util.find_spec("cleanrl_utils"):
+        ckpt = importlib.import_module("cleanrl_utils.checkpoint").Checkpoint(SCRIPT, args)  # --resume: the saved flags
+    elif args.resume:
+        exit_if("--resume needs cleanrl_utils (pip install -e . in a cleanrl clone)")
+    elif args.checkpoint_every:  # a script copied alone trains without them
+        print(f"{SCRIPT}: checkpoints are off: they need cleanrl_utils (pip install -e . in a cleanrl clone)")
     exit_if(env_error(args.env_id))
     game = importlib.import_module(f"pettingzoo.atari.{args.env_id}").parallel_env(auto_rom_install_path=ROMS)
     agent_names, players = game.possible_agents, len(game.possible_agents)  # the ROMs ship in ale-py: a known id plays
     exit_if(validation_error(args, players))
-    exit_if((not os.access(".", os.W_OK) or shutil.disk_usage(".").free < 2**26) and f"cannot write runs/ in {os.getcwd()}")
+    if not os.access(".", os.W_OK) or shutil.disk_usage(".").free < 2**26:
+        exit_if(f"cannot write runs/ in {os.getcwd()}")
     if args.upload_model:  # the Hub upload is shared plumbing, in cleanrl_utils/huggingface.py
-        hub = importlib.util.find_spec("cleanrl_utils") and importlib.import_module("cleanrl_utils.huggingface")
+        hub = importlib.import_module("cleanrl_utils.huggingface") if importlib.util.find_spec("cleanrl_utils") else None
         exit_if(hub.upload_error(args) if hub else "--upload-model needs cleanrl_utils (pip install -e . in a cleanrl clone)")
     args.batch_size = int(args.num_envs * args.num_steps)
     args.minibatch_size = int(args.batch_size // args.num_minibatches)
     args.num_iterations = args.total_timesteps // args.batch_size  # rounded down to whole batches
     if args.num_iterations == 0:
         print(f"{SCRIPT}: warning: the run ends before its first gradient step (--total-timesteps below one batch)")
-    run_time = int(time.time())
+    run_time = int(time.time())  # a run that started in the same second owns that name; a resumed run keeps its own
     while os.path.exists(f"runs/{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"):
-        run_time += 1  # a run that started in the same second owns that name
-    run_name = f"{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"
+        run_time += 1
+    run_name = ckpt.run_name if args.resume else f"{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"
     if args.track:
         import wandb
+
         try:  # with no API key, W&B would wait at a login prompt
             if wandb.setup().settings.mode in ("online", "run", "shared") and not wandb.login(prompt=False):
                 raise RuntimeError("no API key")
-            wandb.init(project=args.wandb_project_name, entity=args.wandb_entity, name=run_name, config=vars(args),
-                       sync_tensorboard=True, save_code=True)  # fmt: skip
+            wandb.init(
+                project=args.wandb_project_name,
+                entity=args.wandb_entity,
+                name=run_name,
+                config=vars(args),
+                sync_tensorboard=True,
+                save_code=True,
+            )
         except Exception as e:  # not logged in, no network, unknown entity: stop before anything is written
             reason = (str(e).splitlines() or [type(e).__name__])[0]
             exit_if(f"--track could not start a W&B run ({reason}); run `wandb login` or set WANDB_MODE=offline")
@@ -274,9 +308,13 @@ if __name__ == "__main__":
     obs = torch.zeros((args.num_steps, args.num_envs) + envs.observation_space.shape, dtype=torch.uint8).to(device)
     actions = torch.zeros((args.num_steps, args.num_envs) + envs.action_space.shape, dtype=torch.long).to(device)
     logprobs, rewards, dones, terminations, values, final_values = torch.zeros((6, args.num_steps, args.num_envs)).to(device)
-    global_step, recent_lengths, start_time, last_print = 0, deque(maxlen=20), time.time(), time.time()
-    next_obs = torch.as_tensor(envs.reset(seed=args.seed)[0], device=device)
-    for iteration in range(1, args.num_iterations + 1):
+    global_step, recent_lengths = 0, deque(maxlen=20)
+    if ckpt:  # a checkpoint holds these and every random generator; --resume loads them back here
+        ckpt.start(writer, envs, globals(), "agent optimizer global_step")
+    start_time, start_step, last_print = time.time(), global_step, time.time()
+    next_obs = torch.as_tensor(envs.reset(seed=args.seed + global_step)[0], device=device)  # a resumed run starts new games
+    # ---- ALGO LOGIC: the training loop (self-play rollout, GAE, clipped-surrogate update); the set-up ends here ----
+    for iteration in range(global_step // args.batch_size + 1, args.num_iterations + 1):
         if args.anneal_lr:
             frac = 1.0 - (iteration - 1.0) / args.num_iterations
             optimizer.param_groups[0]["lr"] = frac * args.learning_rate
@@ -299,22 +337,21 @@ if __name__ == "__main__":
             dones[step] = torch.as_tensor(termination | truncation, dtype=torch.float32, device=device)
             next_obs = torch.as_tensor(next_obs, device=device)
 
-            if (termination | truncation).any():
-                truncated = np.nonzero(truncation & ~termination)[0]
-                if len(truncated) > 0:  # a time limit is not terminal: keep V of the true final observation
-                    final_obs = torch.as_tensor(np.stack([infos[i]["terminal_observation"] for i in truncated]), device=device)
-                    with torch.no_grad():
-                        final_values[step, truncated] = agent.get_value(final_obs).flatten()
-                # every player of a finished game carries the game's statistics: read them from its first player
-                for first in range(0, args.num_envs, players):
-                    if "episode" in infos[first]:
-                        episode = infos[first]["episode"]
-                        recent_lengths.append(episode["l"])
-                        writer.add_scalar("charts/episodic_return", episode["r"][agent_names[0]], global_step)
-                        writer.add_scalar("charts/episodic_length", episode["l"], global_step)
-                        for name, score in episode["r"].items():
-                            writer.add_scalar(f"charts/episodic_return/{name}", score, global_step)
-                            writer.add_scalar(f"charts/episodic_length/{name}", episode["l"], global_step)
+            truncated = np.nonzero(truncation & ~termination)[0]
+            if len(truncated) > 0:  # a time limit is not terminal: keep V of the true final observation
+                final_obs = torch.as_tensor(np.stack([infos[i]["terminal_observation"] for i in truncated]), device=device)
+                with torch.no_grad():
+                    final_values[step, truncated] = agent.get_value(final_obs).flatten()
+            # every player of a finished game carries the game's statistics: read them from its first player
+            for first in range(0, args.num_envs, players):
+                if "episode" in infos[first]:
+                    episode = infos[first]["episode"]
+                    recent_lengths.append(episode["l"])
+                    writer.add_scalar("charts/episodic_return", episode["r"][agent_names[0]], global_step)
+                    writer.add_scalar("charts/episodic_length", episode["l"], global_step)
+                    for name, score in episode["r"].items():
+                        writer.add_scalar(f"charts/episodic_return/{name}", score, global_step)
+                        writer.add_scalar(f"charts/episodic_length/{name}", episode["l"], global_step)
 
         with torch.no_grad():
             next_value = agent.get_value(next_obs).flatten()
@@ -381,7 +418,7 @@ if __name__ == "__main__":
         var_y = np.var(y_true)
         explained_var = np.nan if var_y == 0 else 1 - np.var(y_true - y_pred) / var_y
 
-        sps = int(global_step / (time.time() - start_time))
+        sps = int((global_step - start_step) / (time.time() - start_time))
         writer.add_scalar("charts/learning_rate", optimizer.param_groups[0]["lr"], global_step)
         writer.add_scalar("losses/value_loss", v_loss.item(), global_step)
         writer.add_scalar("losses/policy_loss", pg_loss.item(), global_step)
@@ -395,12 +432,17 @@ if __name__ == "__main__":
             last_print = time.time()
             recent = f"{np.mean(recent_lengths):.1f}" if recent_lengths else "n/a"
             left = (args.num_iterations - iteration) * args.batch_size / max(sps, 1)  # seconds, at the current speed
-            print(f"global_step={global_step}, {global_step / args.total_timesteps:.1%} of {args.total_timesteps}, "
-                  f"episodic_length(last {len(recent_lengths)})={recent}, SPS={sps}, "
-                  f"{left // 3600:.0f}:{time.strftime('%M:%S', time.gmtime(left))} left", flush=True)  # fmt: skip
+            print(
+                f"global_step={global_step}, {global_step / args.total_timesteps:.1%} of {args.total_timesteps}, "
+                f"episodic_length(last {len(recent_lengths)})={recent}, SPS={sps}, "
+                f"{left // 3600:.0f}:{time.strftime('%M:%S', time.gmtime(left))} left",
+                flush=True,
+            )
         for path in sorted(set(glob.glob(f"videos/{run_name}/*.mp4")) - uploaded_videos) if args.track else []:
             uploaded_videos.add(path)
             wandb.log({"videos": wandb.Video(path, format="mp4")})
+        if ckpt:  # at its cadence, at the end, and after Ctrl-C or SIGTERM, which then ends the run here
+            ckpt.step(iteration, last=iteration == args.num_iterations)
     envs.close()
 
     if args.save_model:
@@ -410,8 +452,10 @@ if __name__ == "__main__":
         episodic_returns = evaluate(model_path, 10, run_name, device, capture_video=args.capture_video)
         for idx, episodic_return in enumerate(episodic_returns):
             writer.add_scalar("eval/episodic_return", episodic_return, idx)
-        print(f"eval/episodic_return (first player, against itself) over {len(episodic_returns)} games: "
-              f"{np.mean(episodic_returns):.2f}")  # fmt: skip
+        print(
+            f"eval/episodic_return (first player, against itself) over {len(episodic_returns)} games: "
+            f"{np.mean(episodic_returns):.2f}"
+        )
 
     writer.close()
     if args.track:  # the videos not sent yet: the evaluation's (RecordGame films whole games only)

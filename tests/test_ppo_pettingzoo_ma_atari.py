@@ -9,11 +9,10 @@ import torch
 from cleanrl_utils.report import read_scalars
 from conftest import (
     PPO_TAGS,
-    check_ok,
+    check_checkpoint_and_resume,
     check_refused,
     check_warns_and_runs,
     load_script,
-    only_run_dir,
     run_copied_alone,
     run_script,
 )
@@ -130,21 +129,26 @@ def test_env_error_names_the_game_ids():
 
 
 def test_default_flags_log_every_game_once(workdir):
-    result = run_script(SCRIPT, *TINY, cwd=workdir)
-    check_ok(result)
-    assert "pong_v3: 1 game(s) of 2 players; time limit 128 frames" in result.stdout
-    assert "global_step=128, 100.0% of 128, episodic_length(last 2)=32.0, SPS=" in result.stdout
-    run_dir = str(only_run_dir(workdir))
+    results = []  # the run with a checkpoint after each iteration, then its resume for two more (128 more steps)
+
+    def run(*args, cwd):
+        results.append(run_script(*args, cwd=cwd))
+        return results[-1]
+
+    run_dir = str(check_checkpoint_and_resume(SCRIPT, TINY, 1, workdir, run=run))
+    assert "pong_v3: 1 game(s) of 2 players; time limit 128 frames" in results[0].stdout
+    assert "global_step=128, 100.0% of 128, episodic_length(last 2)=32.0, SPS=" in results[0].stdout
     for tag in PPO_TAGS:
-        assert list(read_scalars(run_dir, tag)[0]) == [64, 128], tag
-    # each game is cut at 32 agent steps (64 global steps for its 2 players): one point per game, not per player
+        assert list(read_scalars(run_dir, tag)[0]) == [64, 128, 192, 256], tag
+    # each game is cut at 32 agent steps (64 global steps for its 2 players): one point per game, not per player; the
+    # resumed run starts a new game
     for tag in ["charts/episodic_length", "charts/episodic_length/first_0", "charts/episodic_length/second_0"]:
         steps, lengths = read_scalars(run_dir, tag)
-        assert list(steps) == [64, 128] and list(lengths) == [32, 32], tag
+        assert list(steps) == [64, 128, 192, 256] and list(lengths) == [32] * 4, tag
     first = read_scalars(run_dir, "charts/episodic_return/first_0")
     second = read_scalars(run_dir, "charts/episodic_return/second_0")
     plain = read_scalars(run_dir, "charts/episodic_return")
-    assert list(first[0]) == list(second[0]) == list(plain[0]) == [64, 128]
+    assert list(first[0]) == list(second[0]) == list(plain[0]) == [64, 128, 192, 256]
     np.testing.assert_array_equal(plain[1], first[1])  # the plain tag is the first player's score
     np.testing.assert_array_equal(first[1], -second[1])
     assert not (workdir / "videos").exists()
@@ -160,6 +164,10 @@ REFUSALS = [
     (["--env-id", "pong_v2"], "'pong_v2' is not a PettingZoo Atari game"),
     (["--env-id", "quadrapong_v4", "--num-envs", 6], "--num-envs must hold whole games: quadrapong_v4 has 4 players"),
     (["--max-cycles", 0], "--update-epochs, --max-cycles must be at least 1"),
+    (
+        ["--total-timesteps", 0],
+        "--total-timesteps, --num-envs, --num-steps, --num-minibatches, --update-epochs, --max-cycles must",
+    ),
     (["--num-minibatches", 3], "does not split into --num-minibatches 3"),
     (["--upload-model", "--no-save-model"], "--upload-model pushes the saved model and its evaluation; add --save-model"),
 ]
