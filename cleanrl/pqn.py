@@ -76,6 +76,10 @@ class Args:
     """the ending epsilon for exploration"""
     exploration_fraction: float = 0.5
     """the fraction of `total-timesteps` it takes from start-e to go end-e"""
+    checkpoint_every: int = 0
+    """write runs/{run_name}/checkpoint.pt every this many iterations, at the end and at Ctrl-C; 0: never"""
+    resume: str | None = None
+    """continue the run saved in this run folder (or its checkpoint.pt), with its flags; flags given here override them"""
 
 
 def make_env(env_id, num_envs, capture_video, run_name):
@@ -100,9 +104,15 @@ def layer_init(layer, std=np.sqrt(2), bias_const=0.0):
 class QNetwork(nn.Module):
     def __init__(self, obs_dim, n_actions):
         super().__init__()
-        self.network = nn.Sequential(layer_init(nn.Linear(obs_dim, 120)), nn.LayerNorm(120), nn.ReLU(),
-                                     layer_init(nn.Linear(120, 84)), nn.LayerNorm(84), nn.ReLU(),
-                                     layer_init(nn.Linear(84, n_actions)))  # fmt: skip
+        self.network = nn.Sequential(
+            layer_init(nn.Linear(obs_dim, 120)),
+            nn.LayerNorm(120),
+            nn.ReLU(),
+            layer_init(nn.Linear(120, 84)),
+            nn.LayerNorm(84),
+            nn.ReLU(),
+            layer_init(nn.Linear(84, n_actions)),
+        )
 
     def forward(self, x):
         return self.network(x)
@@ -134,25 +144,38 @@ def compute_q_lambda_returns(rewards, q_max, dones, terminations, final_q_max, n
 def validation_error(args, env):
     """The first reason this command line cannot run on `env`, as one line, or None."""
     obs_shape = getattr(env.observation_space, "shape", None) or ()
-    sizes = ("num_envs", "num_steps", "num_minibatches", "update_epochs")
+    sizes = ("total_timesteps", "num_envs", "num_steps", "num_minibatches", "update_epochs")
     checks = [
-        (not isinstance(env.action_space, gym.spaces.Discrete),
-         f"{args.env_id} has {env.action_space} actions; {SCRIPT} supports Discrete ones"),
-        (not isinstance(env.observation_space, gym.spaces.Box) or len(obs_shape) != 1,
-         f"{args.env_id} has {env.observation_space} observations; {SCRIPT} supports 1-D Box ones"),
+        (
+            not isinstance(env.action_space, gym.spaces.Discrete),
+            f"{args.env_id} has {env.action_space} actions; {SCRIPT} supports Discrete ones",
+        ),
+        (
+            not isinstance(env.observation_space, gym.spaces.Box) or len(obs_shape) != 1,
+            f"{args.env_id} has {env.observation_space} observations; {SCRIPT} supports 1-D Box ones",
+        ),
         (min(getattr(args, k) for k in sizes) < 1, f"--{', --'.join(k.replace('_', '-') for k in sizes)} must be at least 1"),
-        (args.num_envs * args.num_steps % max(args.num_minibatches, 1) != 0,
-         f"the batch of {args.num_envs * args.num_steps} steps (--num-envs x --num-steps) does not split into "
-         f"--num-minibatches {args.num_minibatches}; pick a divisor of {args.num_envs * args.num_steps}"),
-        (not all(0 <= getattr(args, k) <= 1 for k in ("gamma", "q_lambda", "start_e", "end_e", "exploration_fraction")),
-         "--gamma, --q-lambda, --start-e, --end-e and --exploration-fraction must be in [0, 1]"),
-        (not 0 < args.learning_rate < 3.4e38,
-         f"--learning-rate must be positive and finite in float32, got {args.learning_rate}"),
+        (
+            args.num_envs * args.num_steps % max(args.num_minibatches, 1) != 0,
+            f"the batch of {args.num_envs * args.num_steps} steps (--num-envs x --num-steps) does not split into "
+            f"--num-minibatches {args.num_minibatches}; pick a divisor of {args.num_envs * args.num_steps}",
+        ),
+        (
+            not all(0 <= getattr(args, k) <= 1 for k in ("gamma", "q_lambda", "start_e", "end_e", "exploration_fraction")),
+            "--gamma, --q-lambda, --start-e, --end-e and --exploration-fraction must be in [0, 1]",
+        ),
+        (
+            not 0 < args.learning_rate < 3.4e38,
+            f"--learning-rate must be positive and finite in float32, got {args.learning_rate}",
+        ),
         (not 0 <= args.seed < 2**32, f"--seed must be in [0, 2**32 - 1], got {args.seed}"),
-        (not re.fullmatch(r"[\w.-]{1,150}", args.exp_name) or "__" in args.exp_name,
-         f"--exp-name {args.exp_name!r} must be a folder name: up to 150 letters, digits, '.', '-' and single '_'"),
+        (
+            not re.fullmatch(r"[\w.-]{1,150}", args.exp_name) or "__" in args.exp_name,
+            f"--exp-name {args.exp_name!r} must be a folder name: up to 150 letters, digits, '.', '-' and single '_'",
+        ),
         (args.capture_video and not importlib.util.find_spec("moviepy"), "--capture-video needs moviepy: pip install moviepy"),
-    ]  # fmt: skip
+        (args.capture_video and "rgb_array" not in env.metadata.get("render_modes", ()), f"{args.env_id} renders no video"),
+    ]
     return next((message for failed, message in checks if failed), None)
 
 
@@ -186,14 +209,22 @@ def evaluate(model_path, eval_episodes, run_name, device, epsilon=0.05, capture_
 
 if __name__ == "__main__":
     args = tyro.cli(Args)
+    ckpt = None  # checkpoints, --resume and clean stops: cleanrl_utils/checkpoint.py, imported only when asked for
+    if (args.checkpoint_every or args.resume) and importlib.util.find_spec("cleanrl_utils"):
+        ckpt = importlib.import_module("cleanrl_utils.checkpoint").Checkpoint(SCRIPT, args)  # --resume: the saved flags
+    elif args.resume:
+        exit_if("--resume needs cleanrl_utils (pip install -e . in a cleanrl clone)")
+    elif args.checkpoint_every:  # a script copied alone trains without them
+        print(f"{SCRIPT}: checkpoints are off: they need cleanrl_utils (pip install -e . in a cleanrl clone)")
     try:  # unknown ids, missing modules or extras all mean this env cannot be made
         env = gym.make(args.env_id)
     except Exception as e:
         exit_if(f"cannot make {args.env_id!r}: {e}")
     exit_if(validation_error(args, env))
-    exit_if((not os.access(".", os.W_OK) or shutil.disk_usage(".").free < 2**26) and f"cannot write runs/ in {os.getcwd()}")
+    if not os.access(".", os.W_OK) or shutil.disk_usage(".").free < 2**26:
+        exit_if(f"cannot write runs/ in {os.getcwd()}")
     if args.upload_model:  # the Hub upload is shared plumbing, in cleanrl_utils/huggingface.py
-        hub = importlib.util.find_spec("cleanrl_utils") and importlib.import_module("cleanrl_utils.huggingface")
+        hub = importlib.import_module("cleanrl_utils.huggingface") if importlib.util.find_spec("cleanrl_utils") else None
         exit_if(hub.upload_error(args) if hub else "--upload-model needs cleanrl_utils (pip install -e . in a cleanrl clone)")
     args.batch_size = int(args.num_envs * args.num_steps)
     args.minibatch_size = int(args.batch_size // args.num_minibatches)
@@ -201,24 +232,30 @@ if __name__ == "__main__":
     if args.num_iterations == 0:
         print(f"{SCRIPT}: warning: the run ends before its first gradient step (one batch is {args.batch_size} steps)")
     os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # rendering videos needs no display (and SDL then stays quiet)
-    run_time = int(time.time())
+    run_time = int(time.time())  # a run that started in the same second owns that name; a resumed run keeps its own
     while os.path.exists(f"runs/{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"):
-        run_time += 1  # a run that started in the same second owns that name
-    run_name = f"{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"
+        run_time += 1
+    run_name = ckpt.run_name if args.resume else f"{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"
     if args.track:
         import wandb
+
         try:  # with no API key, W&B would wait at a login prompt
             if wandb.setup().settings.mode in ("online", "run", "shared") and not wandb.login(prompt=False):
                 raise RuntimeError("no API key")
-            wandb.init(project=args.wandb_project_name, entity=args.wandb_entity, name=run_name, config=vars(args),
-                       sync_tensorboard=True, save_code=True)  # fmt: skip
+            wandb.init(
+                project=args.wandb_project_name,
+                entity=args.wandb_entity,
+                name=run_name,
+                config=vars(args),
+                sync_tensorboard=True,
+                save_code=True,
+            )
         except Exception as e:  # not logged in, no network, unknown entity: stop before anything is written
             reason = (str(e).splitlines() or [type(e).__name__])[0]
             exit_if(f"--track could not start a W&B run ({reason}); run `wandb login` or set WANDB_MODE=offline")
     writer = SummaryWriter(f"runs/{run_name}")
     writer.add_text("hyperparameters", "|param|value|\n|-|-|\n" + "\n".join(f"|{k}|{v}|" for k, v in vars(args).items()))
     uploaded_videos = set()  # W&B gets each finished video once (RecordVideo has no W&B hook)
-
     random.seed(args.seed)
     np.random.seed(args.seed)
     torch.manual_seed(args.seed)
@@ -233,10 +270,13 @@ if __name__ == "__main__":
     actions = torch.zeros(rollout, dtype=torch.long).to(device)
     rewards, dones, terminations, q_max, final_q_max = (torch.zeros(rollout).to(device) for _ in range(5))
     global_step, recent_returns = 0, deque(maxlen=20)
-    start_time = last_print = time.time()
-    next_obs, _ = envs.reset(seed=args.seed)
+    if ckpt:  # a checkpoint holds these and every random generator; --resume loads them back here
+        ckpt.start(writer, envs, globals(), "q_network optimizer global_step")
+    start_time, start_step, last_print = time.time(), global_step, time.time()
+    next_obs, _ = envs.reset(seed=args.seed + global_step)  # a resumed run starts new episodes
     next_obs = torch.as_tensor(next_obs, dtype=torch.float32, device=device)
-    for iteration in range(1, args.num_iterations + 1):
+    # ---- ALGO LOGIC: the training loop (ε-greedy rollout, Q(λ) returns, minibatch updates); the set-up ends here ----
+    for iteration in range(global_step // args.batch_size + 1, args.num_iterations + 1):
         if args.anneal_lr:
             optimizer.param_groups[0]["lr"] = (1.0 - (iteration - 1.0) / args.num_iterations) * args.learning_rate
 
@@ -297,7 +337,7 @@ if __name__ == "__main__":
                     sys.exit(f"{SCRIPT}: non-finite loss at global_step {global_step}; stopping")
                 optimizer.step()
 
-        sps = int(global_step / (time.time() - start_time))
+        sps = int((global_step - start_step) / (time.time() - start_time))
         writer.add_scalar("charts/learning_rate", optimizer.param_groups[0]["lr"], global_step)
         writer.add_scalar("charts/epsilon", epsilon, global_step)
         writer.add_scalar("losses/td_loss", loss.item(), global_step)
@@ -307,12 +347,17 @@ if __name__ == "__main__":
             last_print = time.time()
             recent = f"{np.mean(recent_returns):.2f}" if recent_returns else "n/a"
             left = (args.num_iterations - iteration) * args.batch_size / max(sps, 1)  # seconds, at the current speed
-            print(f"global_step={global_step}, {global_step / args.total_timesteps:.1%} of {args.total_timesteps}, "
-                  f"episodic_return(last {len(recent_returns)})={recent}, SPS={sps}, "
-                  f"{left // 3600:.0f}:{time.strftime('%M:%S', time.gmtime(left))} left", flush=True)  # fmt: skip
+            print(
+                f"global_step={global_step}, {global_step / args.total_timesteps:.1%} of {args.total_timesteps}, "
+                f"episodic_return(last {len(recent_returns)})={recent}, SPS={sps}, "
+                f"{left // 3600:.0f}:{time.strftime('%M:%S', time.gmtime(left))} left",
+                flush=True,
+            )
             for path in sorted(set(glob.glob(f"videos/{run_name}/*.mp4")) - uploaded_videos) if args.track else []:
                 uploaded_videos.add(path)
                 wandb.log({"videos": wandb.Video(path, format="mp4")})
+        if ckpt:  # at its cadence, at the end, and after Ctrl-C or SIGTERM, which then ends the run here
+            ckpt.step(iteration, last=iteration == args.num_iterations)
     envs.close()  # RecordVideo writes the video of an episode still running when it closes
 
     if args.save_model:
@@ -323,8 +368,10 @@ if __name__ == "__main__":
         for idx, episodic_return in enumerate(episodic_returns):
             writer.add_scalar("eval/episodic_return", episodic_return, idx)
         if len(episodic_returns) < 10:  # evaluate() stops at an episode that has run 100,000 steps
-            print(f"{SCRIPT}: warning: evaluation episode {len(episodic_returns) + 1} did not end in 100,000 steps "
-                  f"(does {args.env_id} have a time limit?); {len(episodic_returns)} of 10 evaluated")  # fmt: skip
+            print(
+                f"{SCRIPT}: warning: evaluation episode {len(episodic_returns) + 1} did not end in 100,000 steps "
+                f"(does {args.env_id} have a time limit?); {len(episodic_returns)} of 10 evaluated"
+            )
         if episodic_returns:
             print(f"eval/episodic_return over {len(episodic_returns)} episodes: {np.mean(episodic_returns):.2f}")
 

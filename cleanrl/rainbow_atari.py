@@ -104,6 +104,12 @@ class Args:
     """the lowest return of the support"""
     v_max: float = 10
     """the highest return of the support"""
+    checkpoint_every: int = 40000
+    """write runs/{run_name}/checkpoint.pt every this many env steps, at the end and at Ctrl-C; 0: never"""
+    checkpoint_memory: bool = True
+    """whether checkpoints hold the replay memory (without it, a resumed run refills it before learning again)"""
+    resume: str | None = None
+    """continue the run saved in this run folder (or its checkpoint.pt), with its flags; flags given here override them"""
 
 
 def make_env(env_id, num_envs, capture_video, run_name):
@@ -160,9 +166,14 @@ class QNetwork(nn.Module):
         self.n_actions, self.n_atoms = n_actions, n_atoms
         self.register_buffer("atoms", torch.linspace(v_min, v_max, steps=n_atoms))  # saved with the weights
         self.network = nn.Sequential(
-            nn.Conv2d(4, 32, 8, stride=4), nn.ReLU(), nn.Conv2d(32, 64, 4, stride=2), nn.ReLU(),
-            nn.Conv2d(64, 64, 3, stride=1), nn.ReLU(), nn.Flatten(),
-        )  # fmt: skip
+            nn.Conv2d(4, 32, 8, stride=4),
+            nn.ReLU(),
+            nn.Conv2d(32, 64, 4, stride=2),
+            nn.ReLU(),
+            nn.Conv2d(64, 64, 3, stride=1),
+            nn.ReLU(),
+            nn.Flatten(),
+        )
         self.value = nn.Sequential(NoisyLinear(3136, 512, std_init), nn.ReLU(), NoisyLinear(512, n_atoms, std_init))
         self.advantage = nn.Sequential(
             NoisyLinear(3136, 512, std_init), nn.ReLU(), NoisyLinear(512, n_actions * n_atoms, std_init)
@@ -308,8 +319,12 @@ class ReplayBuffer:
         self._completed.append(env * self.capacity + starts)
 
     def start(self, obs):
-        """Stores the first observations (num_envs, stack, H, W) returned by `envs.reset`."""
+        """Stores the first observations (num_envs, stack, H, W) returned by `envs.reset`. In a memory restored by --resume,
+        the windows still open end where the interrupted episodes stopped, as at a time limit: their bootstrap is the stored
+        last frame; the new episodes start in the next slots."""
         for env in range(self.num_envs):
+            if self.pending[env]:
+                self._complete(env, (self.newest[env] - 1) % self.capacity, self.pending[env], truncated=True)
             self._write_frame(env, obs[env, -1], first=True)
         self._flush_priorities()
 
@@ -406,27 +421,41 @@ def steps_crossed(previous_step, step, every):
 def validation_error(args, env):
     """The first reason this command line cannot run on `env`, as one line, or None."""
     memory = args.buffer_size * (SLOT_BYTES + 32)  # and the sum tree: at most 4 float64 per slot
-    sizes = ("num_envs", "buffer_size", "batch_size", "train_frequency", "target_network_frequency", "n_step")
+    sizes = "total_timesteps num_envs buffer_size batch_size train_frequency target_network_frequency n_step".split()
     checks = [
-        (not isinstance(env.unwrapped, ale_py.AtariEnv),
-         f"{args.env_id} is not an ale-py Atari game; {SCRIPT} needs one, e.g. BreakoutNoFrameskip-v4 or ALE/Breakout-v5"),
+        (
+            not isinstance(env.unwrapped, ale_py.AtariEnv),
+            f"{args.env_id} is not an ale-py Atari game; {SCRIPT} needs one, e.g. BreakoutNoFrameskip-v4 or ALE/Breakout-v5",
+        ),
         (min(getattr(args, k) for k in sizes) < 1, f"--{', --'.join(k.replace('_', '-') for k in sizes)} must be at least 1"),
         (args.n_atoms < 2 or not args.v_min < args.v_max, "--n-atoms must be at least 2 and --v-min below --v-max"),
-        (memory > os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"),
-         f"the replay buffer needs {memory / 2**30:.1f} GiB, more than this machine's memory; lower --buffer-size"),
-        (args.buffer_size < (args.n_step + 5) * args.num_envs,  # a window, the stacks around it, an episode change
-         f"--buffer-size must hold --n-step + 5 = {args.n_step + 5} frames per sub-env (--num-envs {args.num_envs})"),
-        (args.learning_starts < args.n_step * args.num_envs,  # the first batch needs a complete n-step transition
-         f"--learning-starts must be at least --n-step x --num-envs = {args.n_step * args.num_envs}"),
-        (not all(0 <= getattr(args, k) <= 1 for k in ("gamma", "prioritized_replay_beta")),
-         "--gamma and --prioritized-replay-beta must be in [0, 1]"),
-        (not 0 < args.learning_rate < 3.4e37,  # above, Adam's first step (lr / 0.1) overflows float32
-         f"--learning-rate must be positive and finite in float32, got {args.learning_rate}"),
+        (
+            memory > os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"),
+            f"the replay buffer needs {memory / 2**30:.1f} GiB, more than this machine's memory; lower --buffer-size",
+        ),
+        (
+            args.buffer_size < (args.n_step + 5) * args.num_envs,  # a window, the stacks around it, an episode change
+            f"--buffer-size must hold --n-step + 5 = {args.n_step + 5} frames per sub-env (--num-envs {args.num_envs})",
+        ),
+        (
+            args.learning_starts < args.n_step * args.num_envs,  # the first batch needs a complete n-step transition
+            f"--learning-starts must be at least --n-step x --num-envs = {args.n_step * args.num_envs}",
+        ),
+        (
+            not all(0 <= getattr(args, k) <= 1 for k in ("gamma", "prioritized_replay_beta")),
+            "--gamma and --prioritized-replay-beta must be in [0, 1]",
+        ),
+        (
+            not 0 < args.learning_rate < 3.4e37,  # above, Adam's first step (lr / 0.1) overflows float32
+            f"--learning-rate must be positive and finite in float32, got {args.learning_rate}",
+        ),
         (not 0 <= args.seed < 2**32, f"--seed must be in [0, 2**32 - 1], got {args.seed}"),
-        (not re.fullmatch(r"[\w.-]{1,150}", args.exp_name) or "__" in args.exp_name,
-         f"--exp-name {args.exp_name!r} must be a folder name: up to 150 letters, digits, '.', '-' and single '_'"),
+        (
+            not re.fullmatch(r"[\w.-]{1,150}", args.exp_name) or "__" in args.exp_name,
+            f"--exp-name {args.exp_name!r} must be a folder name: up to 150 letters, digits, '.', '-' and single '_'",
+        ),
         (args.capture_video and not importlib.util.find_spec("moviepy"), "--capture-video needs moviepy: pip install moviepy"),
-    ]  # fmt: skip
+    ]
     return next((message for failed, message in checks if failed), None)
 
 
@@ -458,31 +487,46 @@ def evaluate(model_path, eval_episodes, run_name, device, capture_video=False):
 
 if __name__ == "__main__":
     args = tyro.cli(Args)
+    ckpt = None  # checkpoints, --resume and clean stops: cleanrl_utils/checkpoint.py, imported only when asked for
+    if (args.checkpoint_every or args.resume) and importlib.util.find_spec("cleanrl_utils"):
+        fixed = ("env_id", "n_atoms", "v_min", "v_max")  # what the saved networks fit (v_min, v_max: their atoms)
+        ckpt = importlib.import_module("cleanrl_utils.checkpoint").Checkpoint(SCRIPT, args, fixed)  # --resume: the saved flags
+    elif args.resume:
+        exit_if("--resume needs cleanrl_utils (pip install -e . in a cleanrl clone)")
+    elif args.checkpoint_every:  # a script copied alone trains without them
+        print(f"{SCRIPT}: checkpoints are off: they need cleanrl_utils (pip install -e . in a cleanrl clone)")
     try:  # unknown ids, missing modules or extras all mean this env cannot be made
         env = gym.make(args.env_id)
     except Exception as e:
         exit_if(f"cannot make {args.env_id!r}: {e}")
     exit_if(validation_error(args, env))
-    exit_if((not os.access(".", os.W_OK) or shutil.disk_usage(".").free < 2**26) and f"cannot write runs/ in {os.getcwd()}")
+    if not os.access(".", os.W_OK) or shutil.disk_usage(".").free < 2**26:
+        exit_if(f"cannot write runs/ in {os.getcwd()}")
     if args.upload_model:  # the Hub upload is shared plumbing, in cleanrl_utils/huggingface.py
-        hub = importlib.util.find_spec("cleanrl_utils") and importlib.import_module("cleanrl_utils.huggingface")
+        hub = importlib.import_module("cleanrl_utils.huggingface") if importlib.util.find_spec("cleanrl_utils") else None
         exit_if(hub.upload_error(args) if hub else "--upload-model needs cleanrl_utils (pip install -e . in a cleanrl clone)")
     num_iterations = args.total_timesteps // args.num_envs  # whole vector steps: rounds down
     if num_iterations * args.num_envs // args.train_frequency <= args.learning_starts // args.train_frequency:
         print(f"{SCRIPT}: warning: the run ends before its first gradient step (--learning-starts {args.learning_starts})")
 
-    run_time = int(time.time())
+    run_time = int(time.time())  # a run that started in the same second owns that name; a resumed run keeps its own
     while os.path.exists(f"runs/{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"):
-        run_time += 1  # a run that started in the same second owns that name
-    run_name = f"{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"
+        run_time += 1
+    run_name = ckpt.run_name if args.resume else f"{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"
     if args.track:
         import wandb
 
         try:  # with no API key, W&B would wait at a login prompt
             if wandb.setup().settings.mode in ("online", "run", "shared") and not wandb.login(prompt=False):
                 raise RuntimeError("no API key")
-            wandb.init(project=args.wandb_project_name, entity=args.wandb_entity, name=run_name, config=vars(args),
-                       sync_tensorboard=True, save_code=True)  # fmt: skip
+            wandb.init(
+                project=args.wandb_project_name,
+                entity=args.wandb_entity,
+                name=run_name,
+                config=vars(args),
+                sync_tensorboard=True,
+                save_code=True,
+            )
         except Exception as e:  # not logged in, no network, unknown entity: stop before anything is written
             reason = (str(e).splitlines() or [type(e).__name__])[0]
             exit_if(f"--track could not start a W&B run ({reason}); run `wandb login` or set WANDB_MODE=offline")
@@ -490,7 +534,6 @@ if __name__ == "__main__":
     table = "\n".join(f"|{key}|{value}|" for key, value in vars(args).items())
     writer.add_text("hyperparameters", f"|param|value|\n|-|-|\n{table}")
     uploaded_videos = set()  # W&B gets each finished video once (RecordVideo has no W&B hook)
-
     random.seed(args.seed)
     np.random.seed(args.seed)
     torch.manual_seed(args.seed)
@@ -505,18 +548,22 @@ if __name__ == "__main__":
     optimizer = optim.Adam(q_network.parameters(), lr=args.learning_rate, eps=1.5e-4)  # the Rainbow paper's Adam ε
     target_network = QNetwork(envs.single_action_space.n, args.n_atoms, args.v_min, args.v_max).to(device)
     target_network.load_state_dict(q_network.state_dict())
-    rb = ReplayBuffer(args.buffer_size, args.num_envs, (84, 84), 4, device, args.n_step, args.gamma,
-                      args.prioritized_replay_alpha)  # fmt: skip
+    rb = ReplayBuffer(
+        args.buffer_size, args.num_envs, (84, 84), 4, device, args.n_step, args.gamma, args.prioritized_replay_alpha
+    )
     frames = rb.capacity * args.num_envs
     memory = frames * SLOT_BYTES + rb.tree.tree.nbytes
     print(f"replay buffer: {frames} frames x {SLOT_BYTES} B and a sum tree = {memory / 2**30:.2f} GiB when full")
 
     global_step, num_updates, recent_returns = 0, 0, deque(maxlen=20)
     batch_index = torch.arange(args.batch_size, device=device)
-    start_time = last_print = time.time()
-    obs, _ = envs.reset(seed=args.seed)
+    if ckpt:  # a checkpoint holds these and every random generator; --resume loads them back here
+        ckpt.start(writer, envs, globals(), "q_network target_network optimizer rb global_step num_updates")
+    start_time, start_step, last_print = time.time(), global_step, time.time()
+    obs, _ = envs.reset(seed=args.seed + global_step)  # a resumed run starts new episodes
     rb.start(obs)
-    for iteration in range(num_iterations):
+    # ---- ALGO LOGIC: the training loop (noisy-net acting, prioritised n-step replay, C51 updates); the set-up ends here ----
+    for iteration in range(global_step // args.num_envs, num_iterations):
         # no ε-greedy: the online network's noise does the exploring
         with torch.no_grad():
             actions, _ = q_network.get_action(torch.as_tensor(obs, device=device))
@@ -567,7 +614,7 @@ if __name__ == "__main__":
                     writer.add_scalar("losses/loss", loss.item(), global_step)
                     writer.add_scalar("losses/q_values", old_val.mean().item(), global_step)
                     writer.add_scalar("charts/beta", beta, global_step)
-                    writer.add_scalar("charts/SPS", int(global_step / (time.time() - start_time)), global_step)
+                    writer.add_scalar("charts/SPS", int((global_step - start_step) / (time.time() - start_time)), global_step)
 
             for _ in range(steps_crossed(previous_step, global_step, args.target_network_frequency)):
                 for target_param, q_param in zip(target_network.parameters(), q_network.parameters()):
@@ -576,14 +623,19 @@ if __name__ == "__main__":
         if time.time() - last_print > 10 or iteration == num_iterations - 1:
             last_print = time.time()
             recent = f"{np.mean(recent_returns):.2f}" if recent_returns else "n/a"
-            sps = int(global_step / (time.time() - start_time))
+            sps = int((global_step - start_step) / (time.time() - start_time))
             left = (num_iterations - 1 - iteration) * args.num_envs / max(sps, 1)  # seconds, at the current speed
-            print(f"global_step={global_step}, {global_step / args.total_timesteps:.1%} of {args.total_timesteps}, "
-                  f"episodic_return(last {len(recent_returns)})={recent}, SPS={sps}, "
-                  f"{left // 3600:.0f}:{time.strftime('%M:%S', time.gmtime(left))} left", flush=True)  # fmt: skip
+            print(
+                f"global_step={global_step}, {global_step / args.total_timesteps:.1%} of {args.total_timesteps}, "
+                f"episodic_return(last {len(recent_returns)})={recent}, SPS={sps}, "
+                f"{left // 3600:.0f}:{time.strftime('%M:%S', time.gmtime(left))} left",
+                flush=True,
+            )
             for path in sorted(set(glob.glob(f"videos/{run_name}/*.mp4")) - uploaded_videos) if args.track else []:
                 uploaded_videos.add(path)
                 wandb.log({"videos": wandb.Video(path, format="mp4")})
+        if ckpt:  # at its cadence, at the end, and after Ctrl-C or SIGTERM, which then ends the run here
+            ckpt.step(global_step, last=iteration == num_iterations - 1)
     envs.close()  # RecordVideo writes the video of an episode still running when it closes
 
     if args.save_model:

@@ -10,7 +10,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from conftest import check_warns_and_runs, load_script, run_script
+from cleanrl_utils.checkpoint import read
+from conftest import check_checkpoint_and_resume, check_warns_and_runs, load_script, run_script
 
 
 @pytest.fixture(scope="module")
@@ -279,6 +280,30 @@ def test_hand_built_episodes_give_n_step_transitions(rainbow):
     assert torch.all(weights == 1.0)  # equal priorities: equal weights
 
 
+def test_a_resumed_memory_ends_its_open_windows_as_at_a_time_limit(rainbow):
+    # --resume puts the saved memory back and the envs start new episodes: the windows still open end where the run
+    # stopped, bootstrapping from the last frame stored, and none reaches into the new episode
+    rb = small_buffer(rainbow)
+    stack = lambda slot: rb.stacks(np.array([0]), np.array([slot]))[0].ravel().tolist()  # noqa: E731
+    ok = lambda: rb.sampleable(np.zeros(8, dtype=np.int64), np.arange(8)).tolist()  # noqa: E731
+    rb.start(frames_of([1, 1, 1, 1]))
+    for t, reward in enumerate([1.0, 2.0, 4.0, 8.0]):  # frames 1..5 in slots 0..4
+        rb.add([t], [reward], [False], [False], frames_of([max(1, t + 2 - k) for k in (3, 2, 1, 0)]), None)
+    assert ok() == [True, True, False, False, False, False, False, False] and rb.pending[0] == 2
+    rb.start(frames_of([20] * 4))  # what the resumed run does after its envs.reset
+    assert ok() == [True, True, True, True, False, False, False, False] and rb.pending[0] == 0 and rb.size == 4
+    # 0: 1 + .5*2 + .25*4, 1: 2 + .5*4 + .25*8; then 2: 4 + .5*8 over k=2 steps and 3: 8 over one, which bootstrap
+    # from slot 4 (frame 5, the last one stored) with γ^k
+    assert rb.returns[0, :4].tolist() == [3.0, 6.0, 8.0, 8.0] and rb.steps[0, :4].tolist() == [3, 3, 2, 1]
+    assert rb.dones[0, :4].tolist() == [0, 0, 0, 0] and stack(4) == [2, 3, 4, 5]
+    assert rb.tree.get(np.arange(6)).tolist() == [1, 1, 1, 1, 0, 0]
+    assert stack(5) == [20, 20, 20, 20]  # the new episode's first frame, padded with itself
+    rb.add([0], [1.0], [False], [False], frames_of([20, 20, 20, 21]), None)
+    rb.add([0], [1.0], [True], [False], frames_of([30] * 4), [frames_of([20, 20, 21, 22])[0]])
+    assert ok() == [True, True, True, True, False, True, True, False]  # its windows start at slot 5
+    assert rb.returns[0, 5:7].tolist() == [1.5, 1.0] and rb.dones[0, 5:7].tolist() == [1, 1]
+
+
 def test_priorities_update_and_new_transitions_get_the_maximum(rainbow):
     rb = small_buffer(rainbow, alpha=0.5)
     rb.start(frames_of([0] * 4))
@@ -434,7 +459,10 @@ def breakout():
     env.close()
 
 
-SIZES = "--num-envs, --buffer-size, --batch-size, --train-frequency, --target-network-frequency, --n-step must be at least 1"
+SIZES = (
+    "--total-timesteps, --num-envs, --buffer-size, --batch-size, --train-frequency, --target-network-frequency, --n-step "
+    "must be at least 1"
+)
 
 
 @pytest.mark.parametrize(
@@ -481,3 +509,12 @@ def test_cleanrls_own_smoke_commands_run(save_model, workdir):
     result = run_script("rainbow_atari.py", *save_model, *flags, cwd=workdir)
     assert result.returncode == 0, result.stderr
     assert "global_step=16" in result.stdout
+
+
+def test_a_checkpoint_and_a_resume(workdir):
+    # the smoke command's budget (a gradient step costs ~0.2 s): a checkpoint at step 8 and at the end (step 16), whose
+    # memory, with its n-step windows still open, goes on to step 32
+    flags = ["--learning-starts", 10, "--total-timesteps", 16, "--buffer-size", 10, "--batch-size", 4]
+    run_dir = check_checkpoint_and_resume("rainbow_atari.py", flags, 8, workdir)
+    saved = read(str(run_dir / "checkpoint.pt"), "rainbow_atari.py")
+    assert saved["global_step"] == 32 and saved["state"]["num_updates"][1] == 6  # every 4 steps past 10: 2, then 4

@@ -1,13 +1,23 @@
 """What every value-based script must do (script contract §3, §5, §7), run as a user would: a
-subprocess. Per script: its default flags with a tiny budget and the validation cases; cadences that
-fire at their configured rate whatever `--num-envs` is. (The --capture-video, --save-model, --track
-and copy-alone paths of every script are in test_scripts.py.)"""
+subprocess. Per script: its default flags with a tiny budget, with a checkpoint mid-run and a resume,
+and the validation cases; a resume from a checkpoint without its replay memory; cadences that fire at
+their configured rate whatever `--num-envs` is. (The --capture-video, --save-model, --track and
+copy-alone paths of every script are in test_scripts.py.)"""
 
 import pytest
 
 from budgets import VALUE_BASED_TINY as TINY
+from cleanrl_utils.checkpoint import read
 from cleanrl_utils.report import read_scalars
-from conftest import check_ok, check_refused, check_warns_and_runs, only_run_dir
+from conftest import (
+    check_checkpoint_and_resume,
+    check_ok,
+    check_refused,
+    check_warns_and_runs,
+    only_run_dir,
+    run_script,
+    script_env,
+)
 
 ALL = list(TINY)
 ATARI = [s for s in ALL if "atari" in s]
@@ -21,18 +31,77 @@ TAGS = {
 }
 
 
+# --checkpoint-every: a checkpoint mid-run (env steps; pqn.py: iterations of 128 steps), then --resume to twice the
+# budget; Rainbow's is in test_rainbow_atari.py, at its smoke command's budget (its gradient steps are 0.2 s each)
+EVERY = {"dqn.py": 300, "c51.py": 300, "pqn.py": 2, "dqn_atari.py": 150, "c51_atari.py": 150}
+
+
 @pytest.mark.parametrize("script", ALL)
 def test_default_flags(script, workdir, fork_script):
-    result = fork_script(script, *TINY[script], cwd=workdir, timeout=600)
-    check_ok(result)
+    results = []
+
+    def run(*args, **kwargs):
+        results.append(fork_script(*args, timeout=600, **kwargs))
+        return results[-1]
+
+    if script in EVERY:
+        run_dir = check_checkpoint_and_resume(script, TINY[script], EVERY[script], workdir, run=run)
+    else:
+        check_ok(run(script, *TINY[script], cwd=workdir))
+        run_dir = only_run_dir(workdir)
+    result = results[0]
     assert "global_step=" in result.stdout and "SPS=" in result.stdout
-    run_dir = only_run_dir(workdir)
     for tag in TAGS[script]:
         assert len(read_scalars(str(run_dir), tag)[0]) >= 1, tag
     assert len(read_scalars(str(run_dir), "charts/episodic_return")[0]) >= 1
     assert not (workdir / "videos").exists()
     if script in ATARI:
         assert "replay buffer: 1000 frames " in result.stdout and "GiB when full" in result.stdout
+
+
+@pytest.mark.parametrize("script", ["dqn_atari.py", "rainbow_atari.py"])
+def test_a_checkpoint_without_its_replay_memory_resumes_and_refills_it_before_learning(script, workdir, fork_script):
+    # 60 steps, learning past step 20 with one update a step: 40 updates; the resume to 120 waits until step 80 (60 + 20)
+    # while the memory refills: 40 more, where the memory kept would have given 60
+    flags = ["--total-timesteps", 60, "--learning-starts", 20, "--train-frequency", 1, "--buffer-size", 100, "--batch-size", 4]
+    check_ok(fork_script(script, *flags, "--checkpoint-every", 30, "--no-checkpoint-memory", cwd=workdir, timeout=600))
+    run_dir = only_run_dir(workdir)
+    saved = read(str(run_dir / "checkpoint.pt"), script)
+    assert "rb" not in saved["state"] and saved["global_step"] == 60 and saved["state"]["num_updates"][1] == 40
+    result = fork_script(script, "--resume", run_dir, "--total-timesteps", 120, cwd=workdir, timeout=600)
+    check_ok(result)
+    said = (
+        f"{script}: the checkpoint holds no replay memory (written with --no-checkpoint-memory): it starts empty, "
+        "and learning waits for 20 new steps, until global_step 80"
+    )
+    assert said in result.stdout.splitlines()
+    saved = read(str(run_dir / "checkpoint.pt"), script)
+    assert saved["global_step"] == 120 and saved["state"]["num_updates"][1] == 80
+
+
+NO_FRAMES = """
+import gymnasium as gym
+import numpy as np
+
+
+class NoFrames(gym.Env):  # no render modes: no video can be made of it
+    observation_space = gym.spaces.Box(-1.0, 1.0, (4,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+
+gym.register("NoFrames-v0", entry_point=NoFrames)
+"""
+
+
+@pytest.mark.parametrize("script", ["dqn.py", "c51.py", "pqn.py"])
+def test_capture_video_on_an_env_without_frames_is_refused(script, tmp_path):
+    # a researcher's own env (Gymnasium imports `no_frames` for the id): a fresh interpreter, which reads PYTHONPATH
+    (tmp_path / "modules").mkdir()
+    (tmp_path / "modules" / "no_frames.py").write_text(NO_FRAMES)
+    cwd, env = tmp_path / "run", script_env() | {"PYTHONPATH": str(tmp_path / "modules")}
+    cwd.mkdir()
+    result = run_script(script, "--env-id", "no_frames:NoFrames-v0", "--capture-video", cwd=cwd, env=env, timeout=120)
+    check_refused(result, script, "no_frames:NoFrames-v0 renders no video", cwd)
 
 
 @pytest.mark.parametrize("script", ["dqn.py", "c51.py"])
@@ -107,6 +176,8 @@ COMMON_BAD = [
     (["--upload-model", "--no-save-model"], "--upload-model pushes the saved model and its evaluation; add --save-model"),
     (["--seed", -1], "--seed must be in [0, 2**32 - 1], got -1"),
     (["--env-id", "no_such_module:Foo-v0"], "cannot make 'no_such_module:Foo-v0': No module named 'no_such_module'"),
+    (["--total-timesteps", 0], {s: f"--total-timesteps, {SIZES[s]}" for s in ALL}),
+    (["--total-timesteps", -5], {s: f"--total-timesteps, {SIZES[s]}" for s in ALL}),
 ]
 CASES = [(s, list(f), m if isinstance(m, str) else m[s]) for s in ALL for f, m in COMMON_BAD]
 EPSILON_BAD = [["--end-e", -0.1], ["--exploration-fraction", 2]]  # every script but Rainbow, which has no ε
