@@ -1,7 +1,8 @@
 """sac_atari.py: its pure pieces (soft Q target, actor and temperature losses, target entropy) against
 values worked out by hand, then the script run as a user would: a subprocess with a tiny budget, with
 --num-envs 2 and --no-autotune, a non-finite loss, every validation case (exit 2, one line, nothing
-created), runs without a gradient step (a warning) and CleanRL's own smoke command. The
+created), runs without a gradient step (a warning) and CleanRL's own smoke command, with a checkpoint and
+a resume (the temperature's state too). The
 --capture-video, --save-model, --track and copy-alone paths are shared with the other scripts in
 test_scripts.py."""
 
@@ -10,8 +11,9 @@ import math
 import pytest
 import torch
 
+from cleanrl_utils.checkpoint import read
 from cleanrl_utils.report import read_scalars
-from conftest import check_ok, check_refused, check_warns_and_runs, load_script, only_run_dir
+from conftest import check_checkpoint_and_resume, check_ok, check_refused, check_warns_and_runs, load_script, only_run_dir
 
 SCRIPT = "sac_atari.py"
 # 300 random steps first: with seed 1 the first Breakout game ends at env step 291, so an episode is
@@ -168,6 +170,9 @@ def test_two_envs_and_a_fixed_temperature(workdir, fork_script):
     assert alphas[0] == pytest.approx(0.1)
     assert len(read_scalars(str(run_dir), "losses/alpha_loss")[0]) == 0
     assert len(read_scalars(str(run_dir), "charts/episodic_return")[0]) >= 1
+    # the default cadence writes a checkpoint at the end; a fixed temperature is --alpha's, not training state
+    saved = read(str(run_dir / "checkpoint.pt"), SCRIPT)
+    assert saved["finished"] and not {"log_alpha", "alpha", "a_optimizer"} & set(saved["state"])
 
 
 def test_non_finite_loss_stops_the_run_with_its_step(workdir, fork_script):
@@ -181,6 +186,8 @@ def test_non_finite_loss_stops_the_run_with_its_step(workdir, fork_script):
 
 SIZES = "--num-envs, --buffer-size, --batch-size, --update-frequency, --target-network-frequency must be at least 1"
 BAD = [
+    (["--total-timesteps", 0], f"--total-timesteps, {SIZES}"),
+    (["--total-timesteps", -5], f"--total-timesteps, {SIZES}"),
     (["--seed", -1], "--seed must be in [0, 2**32 - 1], got -1"),
     (["--exp-name", "sweep/a"], "--exp-name 'sweep/a' must be a folder name"),
     (["--exp-name", "x" * 300], "must be a folder name: up to 150 letters"),
@@ -222,7 +229,13 @@ def test_a_run_without_a_gradient_step_runs_and_warns(flags, workdir, fork_scrip
     check_warns_and_runs(result, SCRIPT, "--learning-starts 20", cwd=workdir, loss_tag="losses/qf_loss")
 
 
-def test_cleanrls_own_smoke_command_runs(workdir, fork_script):
-    # as upstream's tests/test_atari_gymnasium.py runs it
+def test_cleanrls_own_smoke_command_runs_checkpoints_and_resumes(workdir, fork_script):
+    # as upstream's tests/test_atari_gymnasium.py runs it (a gradient step costs ~0.4 s), with a checkpoint at step 8 and
+    # at the end, and a resume to step 32: log α, α and their Adam state go on where they were
     flags = ["--learning-starts", 10, "--total-timesteps", 16, "--buffer-size", 10, "--batch-size", 4]
-    check_ok(fork_script(SCRIPT, *flags, cwd=workdir, timeout=600))
+    run = lambda *args, **kwargs: fork_script(*args, timeout=600, **kwargs)  # noqa: E731
+    run_dir = check_checkpoint_and_resume(SCRIPT, flags, 8, workdir, run=run)
+    saved = read(str(run_dir / "checkpoint.pt"), SCRIPT)
+    (kind, log_alpha), (_, alpha) = saved["state"]["log_alpha"], saved["state"]["alpha"]
+    assert kind == "tensor" and float(alpha) == pytest.approx(math.exp(float(log_alpha))) and float(log_alpha) != 0
+    assert saved["state"]["num_updates"][1] == 6  # every 4 steps past 10: at 12 and 16, then 20, 24, 28 and 32
