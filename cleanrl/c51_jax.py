@@ -5,15 +5,13 @@ import functools
 import glob
 import importlib.util
 import os
-import pickle
 import random
 import re
 import shutil
-import signal
 import sys
 import time
 from collections import deque
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import flax
 import flax.linen as nn
@@ -83,7 +81,9 @@ class Args:
     train_frequency: int = 10
     """the frequency of training (env steps per gradient step)"""
     checkpoint_every: int = 0
-    """write runs/{run_name}/checkpoint.pt every this many env steps, at the end and at Ctrl-C or SIGTERM; 0: never"""
+    """write runs/{run_name}/checkpoint.pt every this many env steps, at the end and at Ctrl-C; 0: never"""
+    checkpoint_memory: bool = True
+    """whether checkpoints hold the replay memory (without it, a resumed run refills it before learning again)"""
     resume: str | None = None
     """continue the run saved in this run folder (or its checkpoint.pt), with its flags; flags given here override them"""
 
@@ -178,25 +178,38 @@ def steps_crossed(previous_step, step, every):  # how many of the steps previous
 def validation_error(args, env):  # the first reason this command line cannot run on `env`, as one line, or None
     obs_shape = getattr(env.observation_space, "shape", None) or ()
     memory = args.buffer_size * (8 * int(np.prod(obs_shape)) + 16)  # obs and next_obs in float32, action, reward, done
-    sizes = ("num_envs", "buffer_size", "batch_size", "train_frequency", "target_network_frequency")
+    sizes = ("total_timesteps", "num_envs", "buffer_size", "batch_size", "train_frequency", "target_network_frequency")
     checks = [
-        (not isinstance(env.action_space, gym.spaces.Discrete),
-         f"{args.env_id} has {env.action_space} actions; {SCRIPT} supports Discrete ones"),
-        (not isinstance(env.observation_space, gym.spaces.Box) or len(obs_shape) != 1,
-         f"{args.env_id} has {env.observation_space} observations; {SCRIPT} supports 1-D Box ones"),
+        (
+            not isinstance(env.action_space, gym.spaces.Discrete),
+            f"{args.env_id} has {env.action_space} actions; {SCRIPT} supports Discrete ones",
+        ),
+        (
+            not isinstance(env.observation_space, gym.spaces.Box) or len(obs_shape) != 1,
+            f"{args.env_id} has {env.observation_space} observations; {SCRIPT} supports 1-D Box ones",
+        ),
         (min(getattr(args, k) for k in sizes) < 1, f"--{', --'.join(k.replace('_', '-') for k in sizes)} must be at least 1"),
         (args.n_atoms < 2 or not args.v_min < args.v_max, "--n-atoms must be at least 2 and --v-min below --v-max"),
-        (memory > os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"),
-         f"the replay buffer needs {memory / 2**30:.1f} GiB, more than this machine's memory; lower --buffer-size"),
-        (not all(0 <= getattr(args, k) <= 1 for k in ("gamma", "start_e", "end_e", "exploration_fraction")),
-         "--gamma, --start-e, --end-e and --exploration-fraction must be in [0, 1]"),
-        (not 0 < args.learning_rate < 3.4e37,  # above, Adam's first step (lr / 0.1) overflows float32
-         f"--learning-rate must be positive and finite in float32, got {args.learning_rate}"),
+        (
+            memory > os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"),
+            f"the replay buffer needs {memory / 2**30:.1f} GiB, more than this machine's memory; lower --buffer-size",
+        ),
+        (
+            not all(0 <= getattr(args, k) <= 1 for k in ("gamma", "start_e", "end_e", "exploration_fraction")),
+            "--gamma, --start-e, --end-e and --exploration-fraction must be in [0, 1]",
+        ),
+        (
+            not 0 < args.learning_rate < 3.4e37,  # above, Adam's first step (lr / 0.1) overflows float32
+            f"--learning-rate must be positive and finite in float32, got {args.learning_rate}",
+        ),
         (not 0 <= args.seed < 2**32, f"--seed must be in [0, 2**32 - 1], got {args.seed}"),
-        (not re.fullmatch(r"[\w.-]{1,150}", args.exp_name) or "__" in args.exp_name,
-         f"--exp-name {args.exp_name!r} must be a folder name: up to 150 letters, digits, '.', '-' and single '_'"),
+        (
+            not re.fullmatch(r"[\w.-]{1,150}", args.exp_name) or "__" in args.exp_name,
+            f"--exp-name {args.exp_name!r} must be a folder name: up to 150 letters, digits, '.', '-' and single '_'",
+        ),
         (args.capture_video and not importlib.util.find_spec("moviepy"), "--capture-video needs moviepy: pip install moviepy"),
-    ]  # fmt: skip
+        (args.capture_video and "rgb_array" not in env.metadata.get("render_modes", ()), f"{args.env_id} renders no video"),
+    ]
     return next((message for failed, message in checks if failed), None)
 
 
@@ -230,53 +243,52 @@ def evaluate(model_path, eval_episodes, run_name, epsilon=0.05, capture_video=Fa
 
 if __name__ == "__main__":
     args = tyro.cli(Args)
-    if args.resume:  # the saved run's flags, with those given now on top
-        path = f"{args.resume}/checkpoint.pt" if os.path.isdir(args.resume) else args.resume
-        try:
-            with open(path, "rb") as f:
-                checkpoint = pickle.load(f)
-            args = tyro.cli(Args, default=Args(**checkpoint["args"]))
-        except Exception as e:
-            exit_if(f"cannot resume from {path} (a run folder of {SCRIPT} or its checkpoint.pt): {e}")
-        exit_if((args.env_id, args.n_atoms) != (checkpoint["args"]["env_id"], checkpoint["args"]["n_atoms"])
-                and "--env-id and --n-atoms cannot change on --resume: the saved networks fit them")
-        exit_if(os.path.realpath(path) != os.path.realpath(f"runs/{checkpoint['run_name']}/checkpoint.pt") and f"resume "
-                f"runs/{checkpoint['run_name']} from the folder that holds it, where the run goes on ({path} is elsewhere)")
+    ckpt = None  # checkpoints, --resume and clean stops: cleanrl_utils/checkpoint.py, imported only when asked for
+    if (args.checkpoint_every or args.resume) and importlib.util.find_spec("cleanrl_utils"):
+        # --resume: the saved flags; the saved networks fit the env and the number of atoms
+        ckpt = importlib.import_module("cleanrl_utils.checkpoint").Checkpoint(SCRIPT, args, fixed=("env_id", "n_atoms"))
+    elif args.resume:
+        exit_if("--resume needs cleanrl_utils (pip install -e . in a cleanrl clone)")
+    elif args.checkpoint_every:  # a script copied alone trains without them
+        print(f"{SCRIPT}: checkpoints are off: they need cleanrl_utils (pip install -e . in a cleanrl clone)")
     try:  # unknown ids, missing modules or extras all mean this env cannot be made
         env = gym.make(args.env_id)
     except Exception as e:
         exit_if(f"cannot make {args.env_id!r}: {e}")
     exit_if(validation_error(args, env))
-    exit_if((not os.access(".", os.W_OK) or shutil.disk_usage(".").free < 2**26) and f"cannot write runs/ in {os.getcwd()}")
+    if not os.access(".", os.W_OK) or shutil.disk_usage(".").free < 2**26:
+        exit_if(f"cannot write runs/ in {os.getcwd()}")
     if args.upload_model:  # the Hub upload is shared plumbing, in cleanrl_utils/huggingface.py
-        hub = importlib.util.find_spec("cleanrl_utils") and importlib.import_module("cleanrl_utils.huggingface")
+        hub = importlib.import_module("cleanrl_utils.huggingface") if importlib.util.find_spec("cleanrl_utils") else None
         exit_if(hub.upload_error(args) if hub else "--upload-model needs cleanrl_utils (pip install -e . in a cleanrl clone)")
     num_iterations = args.total_timesteps // args.num_envs  # whole vector steps (rounded down)
-    exit_if(args.resume and checkpoint["global_step"] >= num_iterations * args.num_envs
-            and "nothing left: give more --total-timesteps")  # fmt: skip
     if num_iterations * args.num_envs // args.train_frequency <= args.learning_starts // args.train_frequency:
         print(f"{SCRIPT}: warning: the run ends before its first gradient step (--learning-starts {args.learning_starts})")
     os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # rendering videos needs no display (and SDL then stays quiet)
-    run_time = int(time.time())
+    run_time = int(time.time())  # a run that started in the same second owns that name; a resumed run keeps its own
     while os.path.exists(f"runs/{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"):
-        run_time += 1  # a run that started in the same second owns that name
-    run_name = f"{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"
-    run_name = checkpoint["run_name"] if args.resume else run_name  # a resumed run goes on in its folder and log
+        run_time += 1
+    run_name = ckpt.run_name if args.resume else f"{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"
     if args.track:
         import wandb
+
         try:  # with no API key, W&B would wait at a login prompt
             if wandb.setup().settings.mode in ("online", "run", "shared") and not wandb.login(prompt=False):
                 raise RuntimeError("no API key")
-            wandb.init(project=args.wandb_project_name, entity=args.wandb_entity, name=run_name, config=vars(args),
-                       sync_tensorboard=True, save_code=True, id=checkpoint["wandb_id"] if args.resume else None,
-                       resume="allow")  # fmt: skip
+            wandb.init(
+                project=args.wandb_project_name,
+                entity=args.wandb_entity,
+                name=run_name,
+                config=vars(args),
+                sync_tensorboard=True,
+                save_code=True,
+            )
         except Exception as e:  # not logged in, no network, unknown entity: stop before anything is written
             reason = (str(e).splitlines() or [type(e).__name__])[0]
             exit_if(f"--track could not start a W&B run ({reason}); run `wandb login` or set WANDB_MODE=offline")
-    writer = SummaryWriter(f"runs/{run_name}", purge_step=args.resume and checkpoint["global_step"] + 1)  # drops later steps
+    writer = SummaryWriter(f"runs/{run_name}")
     writer.add_text("hyperparameters", "|param|value|\n|-|-|\n" + "\n".join(f"|{k}|{v}|" for k, v in vars(args).items()))
     uploaded_videos = set()  # W&B gets each finished video once (RecordVideo has no W&B hook)
-
     random.seed(args.seed)
     np.random.seed(args.seed)
     q_key = jax.random.split(jax.random.PRNGKey(args.seed))[1]
@@ -300,24 +312,14 @@ if __name__ == "__main__":
 
         (loss, old_pmfs), grads = jax.value_and_grad(cross_entropy, has_aux=True)(q_state.params)
         return q_state.apply_gradients(grads=grads), loss, (old_pmfs * q_network.atoms).sum(1).mean()
+
     rb = ReplayBuffer(args.buffer_size, envs.single_observation_space.shape)
     global_step, num_updates, recent_returns = 0, 0, deque(maxlen=20)
-    if args.resume:  # network, target and Adam states, replay memory, counters and random generators as saved
-        q_state = flax.serialization.from_state_dict(q_state, checkpoint["q_state"])
-        vars(rb).update(checkpoint["rb"])
-        global_step, num_updates, rng = checkpoint["global_step"], checkpoint["num_updates"], checkpoint["rng"]
-        np.random.set_state(rng[0])
-        envs.action_space.np_random.bit_generator.state = rng[1]
-    stop, training = [], True
-    def on_signal(signum, frame):  # the first Ctrl-C or SIGTERM in training ends the run after the step under way, so
-        if training and not stop:  # that its checkpoint is whole; a second one, or one after training, at once
-            return stop.append(signum)
-        print(f"{SCRIPT}: stopped at once by {signal.Signals(signum).name}; files written before stay", file=sys.stderr)
-        sys.exit(128 + signum)
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, on_signal)
+    if ckpt:  # a checkpoint holds these and every random generator; --resume loads them back here
+        ckpt.start(writer, envs, globals(), "q_state rb global_step num_updates")
     start_time, start_step, last_print = time.time(), global_step, time.time()
-    obs, _ = envs.reset(seed=args.seed + global_step)  # resumed: new episodes
+    obs, _ = envs.reset(seed=args.seed + global_step)  # a resumed run starts new episodes
+    # ---- ALGO LOGIC: the training loop (ε-greedy acting, replay, categorical TD updates); the set-up ends here ----
     for iteration in range(global_step // args.num_envs, num_iterations):
         epsilon = epsilon_schedule(args.start_e, args.end_e, args.exploration_fraction * args.total_timesteps, global_step)
         # ε-greedy per sub-env; the network is only asked when some sub-env acts greedily
@@ -364,38 +366,33 @@ if __name__ == "__main__":
             recent = f"{np.mean(recent_returns):.2f}" if recent_returns else "n/a"
             sps = int((global_step - start_step) / (time.time() - start_time))
             left = (num_iterations - 1 - iteration) * args.num_envs / max(sps, 1)  # seconds, at the current speed
-            print(f"global_step={global_step}, {global_step / args.total_timesteps:.1%} of {args.total_timesteps}, "
-                  f"episodic_return(last {len(recent_returns)})={recent}, SPS={sps}, "
-                  f"{left // 3600:.0f}:{time.strftime('%M:%S', time.gmtime(left))} left", flush=True)  # fmt: skip
+            print(
+                f"global_step={global_step}, {global_step / args.total_timesteps:.1%} of {args.total_timesteps}, "
+                f"episodic_return(last {len(recent_returns)})={recent}, SPS={sps}, "
+                f"{left // 3600:.0f}:{time.strftime('%M:%S', time.gmtime(left))} left",
+                flush=True,
+            )
             for path in sorted(set(glob.glob(f"videos/{run_name}/*.mp4")) - uploaded_videos) if args.track else []:
                 uploaded_videos.add(path)
                 wandb.log({"videos": wandb.Video(path, format="mp4")})
-        last = iteration == num_iterations - 1  # a checkpoint at the end too: a larger --total-timesteps goes on from there
-        if args.checkpoint_every and (stop or last or steps_crossed(previous_step, global_step, args.checkpoint_every)):
-            writer.flush()  # the log on disk reaches the checkpoint: a killed run loses only the steps after it
-            rng = (np.random.get_state(), envs.action_space.np_random.bit_generator.state)
-            with open(f"runs/{run_name}/checkpoint.tmp", "wb") as f:
-                pickle.dump({"args": asdict(args), "run_name": run_name, "wandb_id": wandb.run.id if args.track else None,
-                             "q_state": flax.serialization.to_state_dict(q_state), "rb": vars(rb), "global_step": global_step,
-                             "num_updates": num_updates, "rng": rng}, f, protocol=5)  # protocol 5: arrays without a copy
-            os.replace(f"runs/{run_name}/checkpoint.tmp", f"runs/{run_name}/checkpoint.pt")  # whole, or the last one stays
-        if stop:
-            break
-    training = False  # from here a signal stops the run at once; a saved model stays
+        if ckpt:  # at its cadence, at the end, and after Ctrl-C or SIGTERM, which then ends the run here
+            ckpt.step(global_step, last=iteration == num_iterations - 1)
     envs.close()  # RecordVideo writes the video of an episode still running when it closes
 
-    if args.save_model and not stop:
+    if args.save_model:
         model_path = f"runs/{run_name}/{args.exp_name}.cleanrl_model"
+        checkpoint = {"model": flax.serialization.to_state_dict(q_state.params), "args": vars(args)}
         with open(model_path, "wb") as f:
-            f.write(flax.serialization.msgpack_serialize({"model": flax.serialization.to_state_dict(q_state.params),
-                                                         "args": vars(args)}))  # fmt: skip
+            f.write(flax.serialization.msgpack_serialize(checkpoint))
         print(f"model saved to {model_path}")
         episodic_returns = evaluate(model_path, 10, run_name, epsilon=0.05, capture_video=args.capture_video)
         for idx, episodic_return in enumerate(episodic_returns):
             writer.add_scalar("eval/episodic_return", episodic_return, idx)
         if len(episodic_returns) < 10:  # evaluate() stops at an episode that has run 100,000 steps
-            print(f"{SCRIPT}: warning: evaluation episode {len(episodic_returns) + 1} did not end in 100,000 steps "
-                  f"(does {args.env_id} have a time limit?); {len(episodic_returns)} of 10 evaluated")  # fmt: skip
+            print(
+                f"{SCRIPT}: warning: evaluation episode {len(episodic_returns) + 1} did not end in 100,000 steps "
+                f"(does {args.env_id} have a time limit?); {len(episodic_returns)} of 10 evaluated"
+            )
         if episodic_returns:
             print(f"eval/episodic_return over {len(episodic_returns)} episodes: {np.mean(episodic_returns):.2f}")
 
@@ -404,9 +401,5 @@ if __name__ == "__main__":
         for path in sorted(set(glob.glob(f"videos/{run_name}*/*.mp4")) - uploaded_videos):
             wandb.log({"videos": wandb.Video(path, format="mp4")})
         wandb.finish()
-    if stop:  # one line: what was kept and how to go on
-        kept = f"saved; go on with: python {sys.argv[0]} --resume runs/{run_name}" if args.checkpoint_every else "not saved"
-        print(f"{SCRIPT}: stopped by {signal.Signals(stop[0]).name} at global_step {global_step}; {kept}", file=sys.stderr)
-        sys.exit(128 + stop[0])
     if args.upload_model:  # last, so that a failed upload leaves every local result written
         hub.push_to_hub(args, run_name, episodic_returns, __file__, "C51 (JAX)", "categorical DQN")

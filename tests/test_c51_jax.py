@@ -1,5 +1,5 @@
-"""c51_jax.py, the JAX version of c51.py: a tiny run with its default flags and every output path,
-validation refusals, and its categorical projection and network against c51.py's on the same inputs
+"""c51_jax.py, the JAX version of c51.py: a tiny run with its default flags (checkpointed and resumed) and every
+output path, validation refusals, and its categorical projection and network against c51.py's on the same inputs
 (issue 8's parity)."""
 
 import numpy as np
@@ -7,7 +7,15 @@ import pytest
 import torch
 
 from cleanrl_utils.report import read_scalars
-from conftest import check_ok, check_refused, check_warns_and_runs, load_script, only_run_dir, run_copied_alone
+from conftest import (
+    check_checkpoint_and_resume,
+    check_refused,
+    check_warns_and_runs,
+    load_script,
+    run_copied_alone,
+    run_script,
+)
+from jax_parity import check_restored_jax_state, no_frames_env
 
 SCRIPT = "c51_jax.py"
 # c51.py's tiny budget (tests/budgets.py): 500 gradient steps, one per env step past step 200
@@ -31,22 +39,20 @@ same_worker = pytest.mark.xdist_group("c51_jax_default_run")
 
 @pytest.fixture(scope="module")
 def default_run(tmp_path_factory, fork_script):
-    """The run directory and stdout of a tiny run with the default flags."""
+    """The run directory of a tiny run with the default flags, checkpointed every 300 steps, then resumed to twice its
+    budget (conftest's check_checkpoint_and_resume)."""
     workdir = tmp_path_factory.mktemp("default")
-    result = fork_script(SCRIPT, *TINY, cwd=workdir, timeout=600)
-    check_ok(result)
+    run_dir = check_checkpoint_and_resume(SCRIPT, TINY, 300, workdir, run=fork_script)
     assert not (workdir / "videos").exists()
-    return only_run_dir(workdir), result.stdout
+    return run_dir
 
 
 @same_worker
 def test_default_flags_log_every_tag_at_its_cadence(default_run):
-    run_dir, stdout = default_run
-    assert "global_step=" in stdout and "SPS=" in stdout
-    # 500 gradient steps logged every 100 updates: after steps 300, 400, ..., 700
+    # 500 gradient steps logged every 100 updates: after steps 300, 400, ..., 700; resumed, 700 more to 1400
     for tag in TAGS:
-        assert list(read_scalars(str(run_dir), tag)[0]) == [300, 400, 500, 600, 700], tag
-    assert len(read_scalars(str(run_dir), "charts/episodic_return")[0]) >= 1
+        assert list(read_scalars(str(default_run), tag)[0]) == list(range(300, 1401, 100)), tag
+    assert len(read_scalars(str(default_run), "charts/episodic_return")[0]) >= 1
 
 
 @same_worker
@@ -55,10 +61,24 @@ def test_copied_file_runs_every_output_path_with_the_same_values(default_run, tm
     # 2 actions x 101 atoms; the support is rebuilt from the saved args
     assert checkpoint["model"]["params"]["network"]["layers_4"]["kernel"].shape == (84, 202)
     assert (checkpoint["args"]["n_atoms"], checkpoint["args"]["v_min"], checkpoint["args"]["v_max"]) == (101, -100, 100)
-    # same seed on the CPU: videos, W&B and saving change none of the training's numbers
-    _, expected = read_scalars(str(default_run[0]), "losses/loss")
+    # same seed on the CPU: videos, W&B, saving and checkpoints change none of the training's numbers
+    _, expected = read_scalars(str(default_run), "losses/loss")
     _, got = read_scalars(str(run_dir), "losses/loss")
-    assert list(got) == list(expected)
+    assert len(got) == 5 and list(got) == list(expected)[:5]
+
+
+@same_worker
+def test_a_resume_keeps_the_networks_shape_and_gets_the_train_state_back_leaf_by_leaf(default_run, fork_script):
+    # the saved networks have 101 atoms: another number is refused in one line, before anything is written
+    logs = sorted(default_run.glob("events.out.tfevents.*"))
+    result = fork_script(
+        SCRIPT, "--resume", default_run, "--n-atoms", 51, "--total-timesteps", 2100, cwd=default_run.parent.parent
+    )
+    assert result.returncode == 2 and result.stderr.strip().splitlines() == [
+        f"{SCRIPT}: --n-atoms cannot change on --resume (the run has 101): the saved networks fit it"
+    ], result.stderr
+    assert sorted(default_run.glob("events.out.tfevents.*")) == logs
+    check_restored_jax_state(SCRIPT, default_run, 2100, default_run.parent.parent, "q_state")
 
 
 @pytest.mark.parametrize(
@@ -68,11 +88,19 @@ def test_copied_file_runs_every_output_path_with_the_same_values(default_run, tm
         (["--n-atoms", 1], "--n-atoms must be at least 2"),
         (["--v-min", 10, "--v-max", -10], "--n-atoms must be at least 2 and --v-min below --v-max"),
         (["--gamma", 1.5], "--gamma, --start-e, --end-e and --exploration-fraction must be in [0, 1]"),
+        (["--total-timesteps", -1], "--total-timesteps, --num-envs, --buffer-size, --batch-size, --train-frequency"),
     ],
 )
 def test_bad_input_exits_2_with_one_line_and_creates_nothing(flags, message, workdir, fork_script):
     result = fork_script(SCRIPT, "--capture-video", "--track", "--save-model", *flags, cwd=workdir, timeout=120)
     check_refused(result, SCRIPT, message, workdir)
+
+
+def test_capture_video_on_an_env_without_frames_is_refused(tmp_path):
+    env_id, env = no_frames_env(tmp_path / "modules")
+    (tmp_path / "work").mkdir()
+    result = run_script(SCRIPT, "--env-id", env_id, "--capture-video", cwd=tmp_path / "work", env=env, timeout=300)
+    check_refused(result, SCRIPT, f"{env_id} renders no video", tmp_path / "work")
 
 
 def test_a_run_without_a_gradient_step_saves_and_evaluates_with_one_warning(workdir, fork_script):
