@@ -261,8 +261,13 @@ def restore(name, value, kind, payload):
                         f"{attribute} has shape {tuple(saved.shape)} in the checkpoint, {tuple(current.shape)} now"
                     )
             for attribute, saved in payload.items():
-                if not isinstance(saved, torch.device):  # a replay memory samples onto this run's device, not the saved one's
-                    vars(owners[attribute])[attribute.split(".")[-1]] = saved
+                owner, leaf = owners[attribute], attribute.split(".")[-1]
+                current = vars(owner).get(leaf)
+                if isinstance(current, torch.Tensor) and isinstance(saved, torch.Tensor):
+                    with torch.no_grad():  # in place: a CUDA run's tensors (RND's running statistics) stay on its GPU
+                        current.copy_(saved)
+                elif not isinstance(saved, torch.device):  # a replay memory samples onto this run's device, not the saved one
+                    vars(owner)[leaf] = saved
         elif kind == "items":
             if len(payload) != len(value):
                 raise ValueError(f"{len(payload)} items in the checkpoint, {len(value)} now")
