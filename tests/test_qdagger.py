@@ -1,17 +1,32 @@
 """qdagger_dqn_atari_impalacnn.py: the distillation loss and coefficient against hand-computed values,
 the IMPALA CNN's shapes, the teacher checks, and every phase of a tiny run with a teacher made by
-dqn_atari.py; a teacher that cannot be had stops the run before anything is created."""
+dqn_atari.py, with a checkpoint and a resume; a run stopped in the teacher's play or in the offline phase
+goes on there (the teacher plays again where the checkpoint has no memory); the file copied alone; a
+teacher that cannot be had stops the run before anything is created."""
 
 import math
-import shutil
+import signal
+import subprocess
+import sys
+import time
 
 import gymnasium as gym
 import pytest
 import torch
 
 from budgets import QDAGGER_TINY as TINY
+from cleanrl_utils.checkpoint import read
 from cleanrl_utils.report import read_scalars
-from conftest import SCRIPTS, check_ok, load_script, only_run_dir, run_script, script_env
+from conftest import (
+    SCRIPTS,
+    check_checkpoint_and_resume,
+    check_ok,
+    load_script,
+    only_run_dir,
+    run_copied_alone,
+    run_script,
+    script_env,
+)
 
 SCRIPT = "qdagger_dqn_atari_impalacnn.py"
 qdagger = load_script("qdagger_dqn_atari_impalacnn")
@@ -157,8 +172,8 @@ def test_teacher_weights_refuse_what_is_not_a_matching_dqn_atari_teacher():
 # --- validation ----------------------------------------------------------------------------------
 
 SIZES = (
-    "--num-envs, --buffer-size, --batch-size, --train-frequency, --target-network-frequency, --teacher-eval-episodes, "
-    "--offline-eval-frequency, --distill-window must be at least 1"
+    "--total-timesteps, --num-envs, --buffer-size, --batch-size, --train-frequency, --target-network-frequency, "
+    "--teacher-eval-episodes, --offline-eval-frequency, --distill-window must be at least 1"
 )
 
 
@@ -175,6 +190,7 @@ def breakout():
         ({"temperature": 0.0}, "--temperature must be positive and finite in float32, got 0.0"),
         ({"temperature": float("inf")}, "--temperature must be positive and finite in float32"),
         ({"teacher_eval_episodes": 0}, SIZES),
+        ({"total_timesteps": 0}, SIZES),
         ({"offline_eval_frequency": 0}, SIZES),
         ({"distill_window": 0}, SIZES),
         ({"buffer_size": 19, "num_envs": 2}, "--buffer-size 19 leaves a sub-env fewer than 10 frames"),
@@ -212,18 +228,13 @@ def test_defaults_are_cleanrl_published_ones_and_valid(breakout):
 # --- whole runs ----------------------------------------------------------------------------------
 
 
-def test_every_phase_runs_and_logs_its_tags(teacher_path, workdir):
-    # the file copied alone into the working folder: it needs nothing else from the project
-    shutil.copy(SCRIPTS / SCRIPT, workdir / SCRIPT)
-    result = run_script(
-        workdir / SCRIPT, "--teacher-model-path", teacher_path, *TINY, "--num-envs", 2, "--save-model", cwd=workdir
-    )
-    check_ok(result)
-    assert "mean episodic return" in result.stdout and "teacher_step=64" in result.stdout
-    assert "offline_step=10" in result.stdout and "global_step=600" in result.stdout
-    run_dir = only_run_dir(workdir)
+def test_every_phase_runs_logs_its_tags_and_resumes(teacher_path, workdir):
+    # a checkpoint every 20 student gradient steps (10 offline, then one per 16 env steps online), the last at step 600;
+    # the resume goes on online to 1200 in the same log, whose points are those of one run to 1200
+    flags = ["--teacher-model-path", teacher_path, *TINY, "--num-envs", 2]
+    run_dir = check_checkpoint_and_resume(SCRIPT, flags, 20, workdir)
     steps, _ = read_scalars(str(run_dir), "charts/teacher/avg_episodic_return")
-    assert list(steps) == [0]
+    assert list(steps) == [0]  # the teacher is scored once: the resumed run has its score
     for tag in ["charts/offline/loss", "charts/offline/q_loss", "charts/offline/distill_loss", "charts/offline/SPS"]:
         assert list(read_scalars(str(run_dir), tag)[0]) == [10], tag  # logged at the last offline step
     assert list(read_scalars(str(run_dir), "charts/offline/avg_episodic_return")[0]) == [10]  # evaluated at the end
@@ -237,18 +248,76 @@ def test_every_phase_runs_and_logs_its_tags(teacher_path, workdir):
         "charts/SPS",
     ]:
         steps, _ = read_scalars(str(run_dir), tag)
-        # at the first update past each multiple of 100 env steps (updates every 16 steps)
-        assert list(steps) == [112, 208, 304, 400, 512], tag
+        # at the first update past each multiple of 100 env steps (updates every 16 steps), and at the last
+        assert list(steps) == [112, 208, 304, 400, 512, 608, 704, 800, 912, 1008, 1104, 1200], tag
     assert len(read_scalars(str(run_dir), "charts/episodic_return")[0]) >= 1
     _, coefficients = read_scalars(str(run_dir), "charts/distill_coeff")
     assert set(coefficients) == {1.0}  # fewer than 10 episodes finished: full distillation
-
-    checkpoint = torch.load(run_dir / "qdagger_dqn_atari_impalacnn.cleanrl_model", map_location="cpu", weights_only=True)
-    assert checkpoint["args"]["env_id"] == "BreakoutNoFrameskip-v4" and checkpoint["args"]["seed"] == 1
-    qdagger.QNetwork(4).load_state_dict(checkpoint["model"])  # the student is what was saved
-    steps, returns = read_scalars(str(run_dir), "eval/episodic_return")
-    assert list(steps) == list(range(10)) and len(returns) == 10
+    saved = read(str(run_dir / "checkpoint.pt"), SCRIPT)
+    assert saved["count"] == 10 + 75 and saved["state"]["num_updates"][1] == 75  # 10 offline steps, 1200 / 16 online
     assert not (workdir / "videos").exists()
+
+
+def test_copied_file_runs_every_output_path(teacher_path, tmp_path):
+    # alone in a folder, run by a Python without the project: videos of the teacher, the student and the evaluation
+    _, checkpoint, _ = run_copied_alone(SCRIPT, "--teacher-model-path", teacher_path, *TINY, tmp_path=tmp_path)
+    qdagger.QNetwork(4).load_state_dict(checkpoint["model"])  # the student is what was saved
+    assert list((tmp_path / "alone" / "videos").glob("*-teacher/*.mp4"))
+
+
+def stopped_in(phase, flags, cwd, out):
+    """Runs the script with `flags` in `cwd` and stops it with SIGTERM in `phase`: "teacher" once the teacher's score is
+    printed (it then plays), "offline" once the first checkpoint is written (at an offline gradient step). Returns
+    the run's checkpoint, written at the stop."""
+    command = [sys.executable, str(SCRIPTS / SCRIPT), *map(str, flags)]
+    with open(out, "w") as stdout:
+        process = subprocess.Popen(command, cwd=cwd, env=script_env(), stdout=stdout, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 300
+    while process.poll() is None and time.time() < deadline:
+        if phase == "teacher" and "mean episodic return" in out.read_text():
+            break
+        if phase == "offline" and list(cwd.glob("runs/*/checkpoint.pt")):
+            break
+        time.sleep(0.05)
+    process.send_signal(signal.SIGTERM)
+    _, stderr = process.communicate(timeout=300)
+    assert process.returncode == 143 and "stopped by SIGTERM at global_step 0; saved in " in stderr, stderr[-2000:]
+    return read(str(only_run_dir(cwd) / "checkpoint.pt"), SCRIPT)
+
+
+@pytest.mark.parametrize(
+    "phase,memory",
+    [("teacher", "--checkpoint-memory"), ("offline", "--checkpoint-memory"), ("offline", "--no-checkpoint-memory")],
+)
+def test_a_run_stopped_in_a_phase_goes_on_there(phase, memory, teacher_path, workdir, tmp_path):
+    # the teacher plays 3000 steps (a few seconds) or the student takes 220 offline steps, a checkpoint every 110
+    teacher_steps, offline_steps = (3000, 10) if phase == "teacher" else (64, 220)
+    flags = ["--teacher-model-path", teacher_path, *TINY, "--total-timesteps", 64, "--offline-eval-episodes", 0]
+    flags += ["--teacher-steps", teacher_steps, "--offline-steps", offline_steps, "--checkpoint-every", 110, memory]
+    saved = stopped_in(phase, flags, workdir, tmp_path / "out.txt")
+    teacher_step, offline_step = saved["state"]["teacher_step"][1], saved["state"]["offline_step"][1]
+    if phase == "teacher":
+        assert 0 < teacher_step < teacher_steps and offline_step == 0 and saved["count"] == 0
+    else:
+        assert teacher_step == 64 and 110 <= offline_step < offline_steps and saved["count"] == offline_step
+    assert saved["state"]["teacher_return"][0] == "value" and ("rb" in saved["state"]) == (memory == "--checkpoint-memory")
+    run_dir = only_run_dir(workdir)
+    result = run_script(SCRIPT, "--resume", run_dir, cwd=workdir, timeout=600)
+    check_ok(result)
+    assert "mean episodic return" not in result.stdout  # the teacher's score is in the checkpoint
+    replayed = f"{SCRIPT}: the teacher plays its --teacher-steps 64 into the offline memory again"
+    assert (replayed in result.stdout.splitlines()) == (memory == "--no-checkpoint-memory")
+    assert (f"teacher_step={teacher_steps}," in result.stdout) == (phase == "teacher" or memory == "--no-checkpoint-memory")
+    assert f"offline_step={offline_steps}, loss=" in result.stdout and "global_step=64, " in result.stdout
+    assert list(read_scalars(str(run_dir), "charts/teacher/avg_episodic_return")[0]) == [0]
+    # the offline phase goes on from its checkpoint: each point once, the earlier phases' points kept
+    expected = [10] if phase == "teacher" else [100, 200, 220]
+    assert list(read_scalars(str(run_dir), "charts/offline/loss")[0]) == expected
+    steps, _ = read_scalars(str(run_dir), "charts/teacher/episodic_return")
+    if memory == "--checkpoint-memory":  # the teacher's play logged once (played again, it is logged again)
+        assert list(steps) == sorted(steps) and len(steps) == len(set(steps))
+    final = read(str(run_dir / "checkpoint.pt"), SCRIPT)
+    assert final["finished"] and final["global_step"] == 64 and final["state"]["offline_step"][1] == offline_steps
 
 
 @pytest.mark.parametrize(
