@@ -85,6 +85,10 @@ class Args:
     """the maximum norm for the gradient clipping"""
     target_kl: float | None = None
     """the target KL divergence threshold (stops the epochs of an update early)"""
+    checkpoint_every: int = 0
+    """write runs/{run_name}/checkpoint.pt every this many iterations (num_envs x num_steps steps) and at Ctrl-C; 0: never"""
+    resume: str | None = None
+    """continue the run saved in this run folder (or its checkpoint.pt), with its flags; flags given here override them"""
 
 
 def make_env(env_id, num_envs, capture_video, run_name, gamma):
@@ -109,20 +113,11 @@ def make_env(env_id, num_envs, capture_video, run_name, gamma):
     return gym.vector.SyncVectorEnv(envs, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
 
 
-def obs_normalizers(envs):  # the NormalizeObservation wrapper of every sub-env of a SyncVectorEnv
-    normalizers = []
-    for env in envs.envs:
-        while not isinstance(env, gym.wrappers.NormalizeObservation):
-            env = env.env
-        normalizers.append(env)
-    return normalizers
-
-
-def merge_obs_rms(normalizers):
+def merge_obs_rms(obs_rms):
     """(mean, var, count) of the observations all sub-envs saw, from their running statistics (Chan et al. 1979)."""
-    counts = np.array([n.obs_rms.count for n in normalizers])
-    means = np.stack([n.obs_rms.mean for n in normalizers])
-    variances = np.stack([n.obs_rms.var for n in normalizers])
+    counts = np.array([rms.count for rms in obs_rms])
+    means = np.stack([rms.mean for rms in obs_rms])
+    variances = np.stack([rms.var for rms in obs_rms])
     mean = (counts[:, None] * means).sum(0) / counts.sum()
     var = (counts[:, None] * (variances + (means - mean) ** 2)).sum(0) / counts.sum()
     return mean, var, float(counts.sum())
@@ -138,15 +133,19 @@ class Agent(nn.Module):
     def __init__(self, obs_dim, action_dim):
         super().__init__()
         self.critic = nn.Sequential(
-            layer_init(nn.Linear(obs_dim, 64)), nn.Tanh(),
-            layer_init(nn.Linear(64, 64)), nn.Tanh(),
+            layer_init(nn.Linear(obs_dim, 64)),
+            nn.Tanh(),
+            layer_init(nn.Linear(64, 64)),
+            nn.Tanh(),
             layer_init(nn.Linear(64, 1), std=1.0),
-        )  # fmt: skip
+        )
         self.actor_mean = nn.Sequential(
-            layer_init(nn.Linear(obs_dim, 64)), nn.Tanh(),
-            layer_init(nn.Linear(64, 64)), nn.Tanh(),
+            layer_init(nn.Linear(obs_dim, 64)),
+            nn.Tanh(),
+            layer_init(nn.Linear(64, 64)),
+            nn.Tanh(),
             layer_init(nn.Linear(64, action_dim), std=0.01),
-        )  # fmt: skip
+        )
         self.actor_logstd = nn.Parameter(torch.zeros(1, action_dim))
 
     def get_value(self, x):
@@ -174,23 +173,35 @@ def compute_gae(rewards, values, dones, terminations, final_values, next_value, 
 def validation_error(args, env):
     """The first reason this command line cannot run on `env`, as one line, or None."""
     batch_size, minibatches = args.num_envs * args.num_steps, max(args.num_minibatches, 1)  # 1 if 0: all rows are evaluated
-    sizes = ("num_envs", "num_steps", "num_minibatches", "update_epochs")
+    sizes = ("total_timesteps", "num_envs", "num_steps", "num_minibatches", "update_epochs")
     checks = [
-        (not isinstance(env.action_space, gym.spaces.Box) or len(env.action_space.shape) != 1,
-         f"{args.env_id} has {env.action_space} actions; {SCRIPT} supports 1-D Box ones (for Discrete ones use ppo.py)"),
+        (
+            not isinstance(env.action_space, gym.spaces.Box) or len(env.action_space.shape) != 1,
+            f"{args.env_id} has {env.action_space} actions; {SCRIPT} supports 1-D Box ones (for Discrete ones use ppo.py)",
+        ),
         (min(getattr(args, k) for k in sizes) < 1, f"--{', --'.join(k.replace('_', '-') for k in sizes)} must be at least 1"),
-        (batch_size % minibatches != 0, f"the batch of {batch_size} steps (--num-envs {args.num_envs} x --num-steps "
-         f"{args.num_steps}) does not split into --num-minibatches {minibatches}; pick a divisor of {batch_size}"),
-        (args.norm_adv and batch_size // minibatches < 2,
-         "minibatches of 1 step cannot normalise advantages; use fewer --num-minibatches or --no-norm-adv"),
+        (
+            batch_size % minibatches != 0,
+            f"the batch of {batch_size} steps (--num-envs {args.num_envs} x --num-steps "
+            f"{args.num_steps}) does not split into --num-minibatches {minibatches}; pick a divisor of {batch_size}",
+        ),
+        (
+            args.norm_adv and batch_size // minibatches < 2,
+            "minibatches of 1 step cannot normalise advantages; use fewer --num-minibatches or --no-norm-adv",
+        ),
         (not (0 <= args.gamma <= 1 and 0 <= args.gae_lambda <= 1), "--gamma and --gae-lambda must be in [0, 1]"),
-        (not 0 < args.learning_rate < 3.4e37,  # above, Adam's first step (lr / 0.1) overflows float32
-         f"--learning-rate must be positive and finite in float32, got {args.learning_rate}"),
+        (
+            not 0 < args.learning_rate < 3.4e37,  # above, Adam's first step (lr / 0.1) overflows float32
+            f"--learning-rate must be positive and finite in float32, got {args.learning_rate}",
+        ),
         (not 0 <= args.seed < 2**32, f"--seed must be in [0, 2**32 - 1], got {args.seed}"),
-        (not re.fullmatch(r"[\w.-]{1,150}", args.exp_name) or "__" in args.exp_name,
-         f"--exp-name {args.exp_name!r} must be a folder name: up to 150 letters, digits, '.', '-' and single '_'"),
+        (
+            not re.fullmatch(r"[\w.-]{1,150}", args.exp_name) or "__" in args.exp_name,
+            f"--exp-name {args.exp_name!r} must be a folder name: up to 150 letters, digits, '.', '-' and single '_'",
+        ),
         (args.capture_video and not importlib.util.find_spec("moviepy"), "--capture-video needs moviepy: pip install moviepy"),
-    ]  # fmt: skip
+        (args.capture_video and "rgb_array" not in env.metadata.get("render_modes", ()), f"{args.env_id} renders no video"),
+    ]
     return next((message for failed, message in checks if failed), None)
 
 
@@ -204,7 +215,9 @@ def evaluate(model_path, eval_episodes, run_name, device, capture_video=False):
     checkpoint = torch.load(model_path, map_location=device, weights_only=True)
     saved = checkpoint["args"]
     envs = make_env(saved["env_id"], 1, capture_video, f"{run_name}-eval", saved["gamma"])
-    normalizer, obs_rms = obs_normalizers(envs)[0], checkpoint["obs_rms"]
+    normalizer, obs_rms = envs.envs[0], checkpoint["obs_rms"]
+    while not isinstance(normalizer, gym.wrappers.NormalizeObservation):
+        normalizer = normalizer.env
     normalizer.obs_rms.mean, normalizer.obs_rms.var = obs_rms["mean"].double().numpy(), obs_rms["var"].double().numpy()
     normalizer.obs_rms.count, normalizer.update_running_mean = obs_rms["count"], False  # frozen
     agent = Agent(envs.single_observation_space.shape[0], envs.single_action_space.shape[0]).to(device)
@@ -225,50 +238,64 @@ def evaluate(model_path, eval_episodes, run_name, device, capture_video=False):
 
 if __name__ == "__main__":
     args = tyro.cli(Args)
+    ckpt = None  # checkpoints, --resume and clean stops: cleanrl_utils/checkpoint.py, imported only when asked for
+    if (args.checkpoint_every or args.resume) and importlib.util.find_spec("cleanrl_utils"):
+        ckpt = importlib.import_module("cleanrl_utils.checkpoint").Checkpoint(SCRIPT, args)  # --resume: the saved flags
+    elif args.resume:
+        exit_if("--resume needs cleanrl_utils (pip install -e . in a cleanrl clone)")
+    elif args.checkpoint_every:  # a script copied alone trains without them
+        print(f"{SCRIPT}: checkpoints are off: they need cleanrl_utils (pip install -e . in a cleanrl clone)")
     mujoco_gl = os.environ.setdefault("MUJOCO_GL", "egl") if args.capture_video or "dm_control/" in args.env_id else None
     try:  # unknown ids, missing modules or extras all mean this env cannot be made
         if args.env_id.startswith("dm_control/"):  # the DeepMind Control Suite: Shimmy registers it (the dm_control extra)
             gym.register_envs(importlib.import_module("shimmy"))
-        env = gym.make(args.env_id, render_mode="rgb_array") if args.capture_video else gym.make(args.env_id)
+        env = gym.make(args.env_id)  # without frames: an env that renders none is refused by name, below
     except Exception as e:
         exit_if(f"cannot make {args.env_id!r}: {e}" + (f" (with MUJOCO_GL={mujoco_gl})" if args.capture_video else ""))
     exit_if(validation_error(args, env))
-    exit_if((not os.access(".", os.W_OK) or shutil.disk_usage(".").free < 2**26) and f"cannot write runs/ in {os.getcwd()}")
+    if not os.access(".", os.W_OK) or shutil.disk_usage(".").free < 2**26:
+        exit_if(f"cannot write runs/ in {os.getcwd()}")
     if args.capture_video:  # a video renders its first frame now, not after the training
         with warnings.catch_warnings(action="ignore"):  # GL back-ends warn on the way to their errors: one line
             try:
+                env = gym.make(args.env_id, render_mode="rgb_array")
                 env.reset(seed=0)
                 env.render()
             except Exception as e:
                 exit_if(f"cannot render {args.env_id} with MUJOCO_GL={mujoco_gl} (headless machines need egl): {e}")
         env.close()  # its GL context goes now: left to the exit, it outlives EGL and prints tracebacks
     if args.upload_model:  # the Hub upload is shared plumbing, in cleanrl_utils/huggingface.py
-        hub = importlib.util.find_spec("cleanrl_utils") and importlib.import_module("cleanrl_utils.huggingface")
+        hub = importlib.import_module("cleanrl_utils.huggingface") if importlib.util.find_spec("cleanrl_utils") else None
         exit_if(hub.upload_error(args) if hub else "--upload-model needs cleanrl_utils (pip install -e . in a cleanrl clone)")
     args.batch_size = int(args.num_envs * args.num_steps)
     args.minibatch_size = int(args.batch_size // args.num_minibatches)
     args.num_iterations = args.total_timesteps // args.batch_size  # rounded down to whole batches
     if args.num_iterations == 0:
         print(f"{SCRIPT}: warning: the run ends before its first gradient step (--total-timesteps below one batch)")
-    run_time = int(time.time())
+    run_time = int(time.time())  # a run that started in the same second owns that name; a resumed run keeps its own
     while os.path.exists(f"runs/{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"):
-        run_time += 1  # a run that started in the same second owns that name
-    run_name = f"{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"
+        run_time += 1
+    run_name = ckpt.run_name if args.resume else f"{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"
     if args.track:
         import wandb
 
         try:  # with no API key, W&B would wait at a login prompt
             if wandb.setup().settings.mode in ("online", "run", "shared") and not wandb.login(prompt=False):
                 raise RuntimeError("no API key")
-            wandb.init(project=args.wandb_project_name, entity=args.wandb_entity, name=run_name, config=vars(args),
-                       sync_tensorboard=True, save_code=True)  # fmt: skip
+            wandb.init(
+                project=args.wandb_project_name,
+                entity=args.wandb_entity,
+                name=run_name,
+                config=vars(args),
+                sync_tensorboard=True,
+                save_code=True,
+            )
         except Exception as e:  # not logged in, no network, unknown entity: stop before anything is written
             reason = (str(e).splitlines() or [type(e).__name__])[0]
             exit_if(f"--track could not start a W&B run ({reason}); run `wandb login` or set WANDB_MODE=offline")
     writer = SummaryWriter(f"runs/{run_name}")
     writer.add_text("hyperparameters", "|param|value|\n|-|-|\n" + "\n".join(f"|{k}|{v}|" for k, v in vars(args).items()))
     uploaded_videos = set()  # W&B gets each finished video once (RecordVideo has no W&B hook)
-
     random.seed(args.seed)
     np.random.seed(args.seed)
     torch.manual_seed(args.seed)
@@ -284,9 +311,13 @@ if __name__ == "__main__":
     logprobs, rewards, dones, terminations, values, final_values = torch.zeros((6, args.num_steps, args.num_envs)).to(device)
 
     global_step, recent_returns = 0, deque(maxlen=20)
-    start_time = last_print = time.time()
-    next_obs = torch.as_tensor(envs.reset(seed=args.seed)[0], dtype=torch.float32, device=device)
-    for iteration in range(1, args.num_iterations + 1):
+    obs_rms, return_rms = envs.get_attr("obs_rms"), envs.get_attr("return_rms")  # each sub-env's normalisation statistics
+    if ckpt:  # a checkpoint holds these and every random generator; --resume loads them back here
+        ckpt.start(writer, envs, globals(), "agent optimizer obs_rms return_rms global_step")
+    start_time, start_step, last_print = time.time(), global_step, time.time()
+    next_obs = torch.as_tensor(envs.reset(seed=args.seed + global_step)[0], dtype=torch.float32, device=device)
+    # ---- ALGO LOGIC: the training loop (rollout, GAE, clipped-surrogate update); the set-up ends here ----
+    for iteration in range(global_step // args.batch_size + 1, args.num_iterations + 1):
         if args.anneal_lr:
             frac = 1.0 - (iteration - 1.0) / args.num_iterations
             optimizer.param_groups[0]["lr"] = frac * args.learning_rate
@@ -386,7 +417,7 @@ if __name__ == "__main__":
         var_y = np.var(y_true)
         explained_var = np.nan if var_y == 0 else 1 - np.var(y_true - y_pred) / var_y
 
-        sps = int(global_step / (time.time() - start_time))
+        sps = int((global_step - start_step) / (time.time() - start_time))
         writer.add_scalar("charts/learning_rate", optimizer.param_groups[0]["lr"], global_step)
         writer.add_scalar("losses/value_loss", v_loss.item(), global_step)
         writer.add_scalar("losses/policy_loss", pg_loss.item(), global_step)
@@ -400,26 +431,33 @@ if __name__ == "__main__":
             last_print = time.time()
             recent = f"{np.mean(recent_returns):.2f}" if recent_returns else "n/a"
             left = (args.num_iterations - iteration) * args.batch_size / max(sps, 1)  # seconds, at the current speed
-            print(f"global_step={global_step}, {global_step / args.total_timesteps:.1%} of {args.total_timesteps}, "
-                  f"episodic_return(last {len(recent_returns)})={recent}, SPS={sps}, "
-                  f"{left // 3600:.0f}:{time.strftime('%M:%S', time.gmtime(left))} left", flush=True)  # fmt: skip
+            print(
+                f"global_step={global_step}, {global_step / args.total_timesteps:.1%} of {args.total_timesteps}, "
+                f"episodic_return(last {len(recent_returns)})={recent}, SPS={sps}, "
+                f"{left // 3600:.0f}:{time.strftime('%M:%S', time.gmtime(left))} left",
+                flush=True,
+            )
         for path in sorted(set(glob.glob(f"videos/{run_name}/*.mp4")) - uploaded_videos) if args.track else []:
             uploaded_videos.add(path)
             wandb.log({"videos": wandb.Video(path, format="mp4")})
+        if ckpt:  # at its cadence, at the end, and after Ctrl-C or SIGTERM, which then ends the run here
+            ckpt.step(iteration, last=iteration == args.num_iterations)
     envs.close()  # RecordVideo writes the video of an episode still running when it closes
 
     if args.save_model:
         model_path = f"runs/{run_name}/{args.exp_name}.cleanrl_model"
-        mean, var, count = merge_obs_rms(obs_normalizers(envs))
-        obs_rms = {"mean": torch.as_tensor(mean), "var": torch.as_tensor(var), "count": count}
-        torch.save({"model": agent.state_dict(), "obs_rms": obs_rms, "args": vars(args)}, model_path)
+        mean, var, count = merge_obs_rms(obs_rms)
+        merged = {"mean": torch.as_tensor(mean), "var": torch.as_tensor(var), "count": count}
+        torch.save({"model": agent.state_dict(), "obs_rms": merged, "args": vars(args)}, model_path)
         print(f"model saved to {model_path}")
         episodic_returns = evaluate(model_path, 10, run_name, device, capture_video=args.capture_video)
         for idx, episodic_return in enumerate(episodic_returns):
             writer.add_scalar("eval/episodic_return", episodic_return, idx)
         if len(episodic_returns) < 10:  # evaluate() stops at an episode that has run 100,000 steps
-            print(f"{SCRIPT}: warning: evaluation episode {len(episodic_returns) + 1} did not end in 100,000 steps "
-                  f"(does {args.env_id} have a time limit?); {len(episodic_returns)} of 10 evaluated")  # fmt: skip
+            print(
+                f"{SCRIPT}: warning: evaluation episode {len(episodic_returns) + 1} did not end in 100,000 steps "
+                f"(does {args.env_id} have a time limit?); {len(episodic_returns)} of 10 evaluated"
+            )
         if episodic_returns:
             print(f"eval/episodic_return over {len(episodic_returns)} episodes: {np.mean(episodic_returns):.2f}")
 

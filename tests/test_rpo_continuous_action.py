@@ -1,14 +1,16 @@
-"""rpo_continuous_action.py: the mean perturbation (update only), a tiny run, alpha 0 is PPO, validation."""
+"""rpo_continuous_action.py: the mean perturbation (update only), a tiny run with a checkpoint and a resume, alpha 0 is
+PPO, validation."""
 
 import math
 
 import numpy as np
 import pytest
 import torch
+from test_ppo_continuous_action import run_without_frames
 from torch.distributions.normal import Normal
 
 from cleanrl_utils.report import read_scalars
-from conftest import PPO_TAGS, check_ok, load_script, only_run_dir
+from conftest import PPO_TAGS, check_checkpoint_and_resume, check_ok, check_refused, load_script, only_run_dir
 
 rpo = load_script("rpo_continuous_action")
 
@@ -95,15 +97,12 @@ def test_rollout_samples_from_the_unperturbed_policy():
     torch.testing.assert_close(logprob, probs.log_prob(action).sum(1))
 
 
-def test_default_flags_log_the_ppo_tags(workdir, fork_script):
-    result = fork_script("rpo_continuous_action.py", *TINY, cwd=workdir, timeout=600)
-    check_ok(result)
-    assert "global_step=" in result.stdout and "SPS=" in result.stdout
-    run_dir = only_run_dir(workdir)
+def test_default_flags_log_the_ppo_tags_then_a_checkpoint_and_resume(workdir, fork_script):
+    # two iterations with a checkpoint after each, then two more from the last one with --resume
+    run_dir = check_checkpoint_and_resume("rpo_continuous_action.py", TINY, 1, workdir, run=fork_script)
     assert run_dir.name.startswith("HalfCheetah-v5__rpo_continuous_action__1__")
-    assert len(read_scalars(str(run_dir), "charts/SPS")[0]) == 2  # one point per iteration
     for tag in PPO_TAGS:
-        assert len(read_scalars(str(run_dir), tag)[0]) == 2, tag
+        assert list(read_scalars(str(run_dir), tag)[0]) == [128, 256, 384, 512], tag  # one point per iteration, once
 
 
 def test_alpha_0_logs_exactly_what_ppo_continuous_action_logs(tmp_path, fork_script):
@@ -144,6 +143,7 @@ CASES = [
     (["--env-id", "CartPole-v1"], "CartPole-v1 has Discrete(2) actions; rpo_continuous_action.py supports 1-D Box ones"),
     (["--env-id", "HalfCheetah-v99"], "doesn't exist"),
     (["--num-minibatches", 3], "does not split into --num-minibatches 3"),
+    (["--total-timesteps", -5], "--total-timesteps, --num-envs, --num-steps, --num-minibatches, --update-epochs must be"),
     (["--gamma", 1.5], "--gamma and --gae-lambda must be in [0, 1]"),
     (["--learning-rate", 0], "--learning-rate must be positive and finite in float32, got 0.0"),
     (["--upload-model", "--no-save-model"], "--upload-model pushes the saved model and its evaluation; add --save-model"),
@@ -160,3 +160,8 @@ def test_bad_input_exits_2_with_one_line_and_creates_nothing(flags, message, wor
     # MuJoCo logs HalfCheetah's deprecation warning to MUJOCO_LOG.TXT whenever the env is made (to check its spaces)
     left = sorted(p.name for p in workdir.iterdir() if p.name != "MUJOCO_LOG.TXT")
     assert left == [], "a rejected run must leave nothing behind"
+
+
+def test_capture_video_on_an_env_without_frames_is_refused_by_name(workdir, tmp_path_factory):
+    result = run_without_frames("rpo_continuous_action.py", workdir, tmp_path_factory)
+    check_refused(result, "rpo_continuous_action.py", "no_frames:NoFrames-v0 renders no video", workdir)
