@@ -9,11 +9,10 @@ import torch
 from cleanrl_utils.report import read_scalars
 from conftest import (
     PPO_TAGS,
-    check_ok,
+    check_checkpoint_and_resume,
     check_refused,
     check_warns_and_runs,
     load_script,
-    only_run_dir,
     run_copied_alone,
     run_script,
 )
@@ -236,14 +235,20 @@ def test_evaluation_resets_the_state_at_every_episode_start(lstm, monkeypatch, w
 # ---------------------------------------------------------------- the script run as a user would
 
 
-def test_default_flags_log_each_tag_once_per_iteration(workdir):
-    result = run_script(SCRIPT, *TINY, *SHORT_GAMES, cwd=workdir)
-    check_ok(result)
-    assert "BreakoutNoFrameskip-v4: frame skip 4 (MaxAndSkip), sticky-action probability 0," in result.stdout
-    assert "SPS=" in result.stdout
-    run_dir = only_run_dir(workdir)
+def test_default_flags_log_each_tag_once_per_iteration_then_a_checkpoint_and_resume(workdir):
+    # two iterations with a checkpoint after each, then two more from the last one with --resume (new episodes, a
+    # zero LSTM state)
+    results = []
+
+    def run(*args, **kwargs):
+        results.append(run_script(*args, **kwargs))
+        return results[-1]
+
+    run_dir = check_checkpoint_and_resume(SCRIPT, [*TINY, *SHORT_GAMES], 1, workdir, run=run)
+    assert "BreakoutNoFrameskip-v4: frame skip 4 (MaxAndSkip), sticky-action probability 0," in results[0].stdout
+    assert "SPS=" in results[0].stdout
     for tag in PPO_TAGS:
-        assert len(read_scalars(str(run_dir), tag)[0]) == 2, tag
+        assert list(read_scalars(str(run_dir), tag)[0]) == [64, 128, 192, 256], tag  # one point per iteration, once
     # games were truncated at 40 agent steps (160 frames) and logged as whole games
     _, lengths = read_scalars(str(run_dir), "charts/episodic_length")
     assert len(lengths) >= 2 and max(lengths) <= 160
@@ -264,6 +269,7 @@ def test_copied_file_records_saves_evaluates_and_tracks(tmp_path):
         (["--num-envs", 2, "--num-steps", 1, "--num-minibatches", 2], "minibatches of 1 step cannot normalise advantages"),
         (["--max-episode-steps", 0], "--update-epochs, --max-episode-steps must be at least 1"),
         (["--env-id", "CartPole-v1"], "CartPole-v1 is not an ale-py Atari game"),
+        (["--total-timesteps", -5], "--total-timesteps, --num-envs, --num-steps, --num-minibatches, --update-epochs, --max"),
     ],
 )
 def test_bad_input_exits_2_with_one_line_and_creates_nothing(flags, message, workdir, fork_script):
