@@ -79,6 +79,12 @@ class Args:
     """entropy regularization coefficient (the fixed one, without --autotune)"""
     autotune: bool = True
     """automatic tuning of the entropy coefficient"""
+    checkpoint_every: int = 50_000
+    """write runs/{run_name}/checkpoint.pt every this many env steps, at the end and at Ctrl-C; 0: never"""
+    checkpoint_memory: bool = True
+    """whether checkpoints hold the replay memory (without it, a resumed run refills it before learning again)"""
+    resume: str | None = None
+    """continue the run saved in this run folder (or its checkpoint.pt), with its flags; flags given here override them"""
 
 
 def make_env(env_id, num_envs, capture_video, run_name):
@@ -190,25 +196,39 @@ def validation_error(args, env):  # the first reason this command line cannot ru
     space, obs_shape = env.action_space, env.observation_space.shape or ()
     low, high = (np.asarray(getattr(space, bound, np.nan)) for bound in ("low", "high"))
     memory = args.buffer_size * (8 * int(np.prod(obs_shape)) + 4 * low.size + 8)  # obs, next_obs, action, reward, done
-    sizes = ("num_envs", "buffer_size", "batch_size", "policy_frequency", "target_network_frequency")
+    sizes = ("total_timesteps", "num_envs", "buffer_size", "batch_size", "policy_frequency", "target_network_frequency")
     checks = [
-        (not isinstance(space, gym.spaces.Box) or len(space.shape) != 1,
-         f"{args.env_id} has {space} actions; {SCRIPT} supports 1-D Box ones"),
-        (not (np.isfinite([low, high]).all() and (high > low).all()), f"{SCRIPT} squashes actions into their bounds, which "
-         f"must be finite with high > low in every dimension; {args.env_id} has low={low.tolist()} high={high.tolist()}"),
-        (not isinstance(env.observation_space, gym.spaces.Box) or len(obs_shape) != 1,
-         f"{args.env_id} has {env.observation_space} observations; {SCRIPT} supports 1-D Box ones"),
+        (
+            not isinstance(space, gym.spaces.Box) or len(space.shape) != 1,
+            f"{args.env_id} has {space} actions; {SCRIPT} supports 1-D Box ones",
+        ),
+        (
+            not (np.isfinite([low, high]).all() and (high > low).all()),
+            f"{SCRIPT} squashes actions into their bounds, which "
+            f"must be finite with high > low in every dimension; {args.env_id} has low={low.tolist()} high={high.tolist()}",
+        ),
+        (
+            not isinstance(env.observation_space, gym.spaces.Box) or len(obs_shape) != 1,
+            f"{args.env_id} has {env.observation_space} observations; {SCRIPT} supports 1-D Box ones",
+        ),
         (min(getattr(args, k) for k in sizes) < 1, f"--{', --'.join(k.replace('_', '-') for k in sizes)} must be at least 1"),
-        (memory > os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"),
-         f"the replay buffer needs {memory / 2**30:.1f} GiB, more than this machine's memory; lower --buffer-size"),
+        (
+            memory > os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"),
+            f"the replay buffer needs {memory / 2**30:.1f} GiB, more than this machine's memory; lower --buffer-size",
+        ),
         (not all(0 <= getattr(args, k) <= 1 for k in ("gamma", "tau")), "--gamma and --tau must be in [0, 1]"),
-        (not all(0 < lr < 3.4e37 for lr in (args.policy_lr, args.q_lr)),  # Adam's first step divides them by 0.1
-         f"--policy-lr and --q-lr must be positive and finite in float32, got {args.policy_lr} and {args.q_lr}"),
+        (
+            not all(0 < lr < 3.4e37 for lr in (args.policy_lr, args.q_lr)),  # Adam's first step divides them by 0.1
+            f"--policy-lr and --q-lr must be positive and finite in float32, got {args.policy_lr} and {args.q_lr}",
+        ),
         (not 0 <= args.seed < 2**32, f"--seed must be in [0, 2**32 - 1], got {args.seed}"),
-        (not re.fullmatch(r"[\w.-]{1,150}", args.exp_name) or "__" in args.exp_name,
-         f"--exp-name {args.exp_name!r} must be a folder name: up to 150 letters, digits, '.', '-' and single '_'"),
+        (
+            not re.fullmatch(r"[\w.-]{1,150}", args.exp_name) or "__" in args.exp_name,
+            f"--exp-name {args.exp_name!r} must be a folder name: up to 150 letters, digits, '.', '-' and single '_'",
+        ),
         (args.capture_video and not importlib.util.find_spec("moviepy"), "--capture-video needs moviepy: pip install moviepy"),
-    ]  # fmt: skip
+        (args.capture_video and "rgb_array" not in env.metadata.get("render_modes", ()), f"{args.env_id} renders no video"),
+    ]
     return next((message for failed, message in checks if failed), None)
 
 
@@ -239,48 +259,63 @@ def evaluate(model_path, eval_episodes, run_name, device, capture_video=False): 
 
 if __name__ == "__main__":
     args = tyro.cli(Args)
+    ckpt = None  # checkpoints, --resume and clean stops: cleanrl_utils/checkpoint.py, imported only when asked for
+    if (args.checkpoint_every or args.resume) and importlib.util.find_spec("cleanrl_utils"):
+        ckpt = importlib.import_module("cleanrl_utils.checkpoint").Checkpoint(SCRIPT, args)  # --resume: the saved flags
+    elif args.resume:
+        exit_if("--resume needs cleanrl_utils (pip install -e . in a cleanrl clone)")
+    elif args.checkpoint_every:  # a script copied alone trains without them
+        print(f"{SCRIPT}: checkpoints are off: they need cleanrl_utils (pip install -e . in a cleanrl clone)")
     mujoco_gl = os.environ.setdefault("MUJOCO_GL", "egl") if args.capture_video or "dm_control/" in args.env_id else None
     try:  # unknown ids, missing modules or extras all mean this env cannot be made
         if args.env_id.startswith("dm_control/"):  # the DeepMind Control Suite: Shimmy registers it (the dm_control extra)
             gym.register_envs(importlib.import_module("shimmy"))
-        env = gym.make(args.env_id, render_mode="rgb_array") if args.capture_video else gym.make(args.env_id)
+        env = gym.make(args.env_id)  # without frames: an env that renders none is refused by name, below
         env = gym.wrappers.FlattenObservation(env) if isinstance(env.observation_space, gym.spaces.Dict) else env
     except Exception as e:
         exit_if(f"cannot make {args.env_id!r}: {e}" + (f" (with MUJOCO_GL={mujoco_gl})" if args.capture_video else ""))
     exit_if(validation_error(args, env))
-    exit_if((not os.access(".", os.W_OK) or shutil.disk_usage(".").free < 2**26) and f"cannot write runs/ in {os.getcwd()}")
+    if not os.access(".", os.W_OK) or shutil.disk_usage(".").free < 2**26:
+        exit_if(f"cannot write runs/ in {os.getcwd()}")
     if args.capture_video:  # a video renders its first frame now, not after the training
         with warnings.catch_warnings(action="ignore"):  # GL back-ends warn on the way to their errors: one line
             try:
+                env = gym.make(args.env_id, render_mode="rgb_array")
                 env.reset(seed=0)
                 env.render()
             except Exception as e:
                 exit_if(f"cannot render {args.env_id} with MUJOCO_GL={mujoco_gl} (headless machines need egl): {e}")
         env.close()  # its GL context goes now: left to the exit, it outlives EGL and prints tracebacks
     if args.upload_model:  # the Hub upload is shared plumbing, in cleanrl_utils/huggingface.py
-        hub = importlib.util.find_spec("cleanrl_utils") and importlib.import_module("cleanrl_utils.huggingface")
+        hub = importlib.import_module("cleanrl_utils.huggingface") if importlib.util.find_spec("cleanrl_utils") else None
         exit_if(hub.upload_error(args) if hub else "--upload-model needs cleanrl_utils (pip install -e . in a cleanrl clone)")
     num_iterations = args.total_timesteps // args.num_envs  # rounded down to whole vector steps
     if num_iterations * args.num_envs <= args.learning_starts:
         print(f"{SCRIPT}: warning: the run ends before its first gradient step (--learning-starts {args.learning_starts})")
-    run_time = int(time.time())
+    run_time = int(time.time())  # a run that started in the same second owns that name; a resumed run keeps its own
     while os.path.exists(f"runs/{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"):
-        run_time += 1  # a run that started in the same second owns that name
-    run_name = f"{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"
+        run_time += 1
+    run_name = ckpt.run_name if args.resume else f"{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"
     if args.track:
         import wandb
+
         try:  # with no API key, W&B would wait at a login prompt
             if wandb.setup().settings.mode in ("online", "run", "shared") and not wandb.login(prompt=False):
                 raise RuntimeError("no API key")
-            wandb.init(project=args.wandb_project_name, entity=args.wandb_entity, name=run_name, config=vars(args),
-                       sync_tensorboard=True, save_code=True)  # fmt: skip
+            wandb.init(
+                project=args.wandb_project_name,
+                entity=args.wandb_entity,
+                name=run_name,
+                config=vars(args),
+                sync_tensorboard=True,
+                save_code=True,
+            )
         except Exception as e:  # not logged in, no network, unknown entity: stop before anything is written
             reason = (str(e).splitlines() or [type(e).__name__])[0]
             exit_if(f"--track could not start a W&B run ({reason}); run `wandb login` or set WANDB_MODE=offline")
     writer = SummaryWriter(f"runs/{run_name}")
     writer.add_text("hyperparameters", "|param|value|\n|-|-|\n" + "\n".join(f"|{k}|{v}|" for k, v in vars(args).items()))
     uploaded_videos = set()  # W&B gets each finished video once (RecordVideo has no W&B hook)
-
     random.seed(args.seed)
     np.random.seed(args.seed)
     torch.manual_seed(args.seed)
@@ -299,18 +334,19 @@ if __name__ == "__main__":
     qf2_target.load_state_dict(qf2.state_dict())
     q_optimizer = torch.optim.Adam(list(qf1.parameters()) + list(qf2.parameters()), lr=args.q_lr)
     actor_optimizer = torch.optim.Adam(list(actor.parameters()), lr=args.policy_lr)
-    alpha = args.alpha
-    if args.autotune:  # α is learned instead, from log α = 0
-        target_entropy = -float(action_dim)  # −dim(A), the SAC-v2 heuristic
-        log_alpha = torch.zeros(1, requires_grad=True, device=device)
-        alpha = log_alpha.exp().item()
-        a_optimizer = torch.optim.Adam([log_alpha], lr=args.q_lr)
-
+    target_entropy = -float(action_dim)  # −dim(A), the SAC-v2 heuristic for --autotune
+    log_alpha = torch.zeros(1, requires_grad=True, device=device)  # learned with --autotune, from α = 1
+    a_optimizer = torch.optim.Adam([log_alpha], lr=args.q_lr)
     rb = ReplayBuffer(args.buffer_size, envs.single_observation_space.shape, action_dim, device)
     global_step, actor_loss, alpha_loss, recent_returns = 0, None, None, deque(maxlen=20)
-    start_time = last_print = time.time()
-    obs, _ = envs.reset(seed=args.seed)
-    for iteration in range(num_iterations):
+    if ckpt:  # a checkpoint holds these and every random generator; --resume loads them back here
+        names = "actor qf1 qf2 qf1_target qf2_target q_optimizer actor_optimizer log_alpha a_optimizer rb global_step"
+        ckpt.start(writer, envs, globals(), names)
+    alpha = log_alpha.exp().item() if args.autotune else args.alpha  # the float the loop uses; log α is the state
+    start_time, start_step, last_print = time.time(), global_step, time.time()
+    obs, _ = envs.reset(seed=args.seed + global_step)  # a resumed run starts new episodes
+    # ---- ALGO LOGIC: the training loop (stochastic acting, replay, soft Q, policy and α updates); the set-up ends here ----
+    for iteration in range(global_step // args.num_envs, num_iterations):
         if global_step < args.learning_starts:
             actions = envs.action_space.sample()
         else:
@@ -387,19 +423,24 @@ if __name__ == "__main__":
                 writer.add_scalar("losses/alpha", alpha, global_step)
                 if alpha_loss is not None:
                     writer.add_scalar("losses/alpha_loss", alpha_loss.item(), global_step)
-                writer.add_scalar("charts/SPS", int(global_step / (time.time() - start_time)), global_step)
+                writer.add_scalar("charts/SPS", int((global_step - start_step) / (time.time() - start_time)), global_step)
 
         if time.time() - last_print > 10 or iteration == num_iterations - 1:
             last_print = time.time()
             recent = f"{np.mean(recent_returns):.2f}" if recent_returns else "n/a"
-            sps = int(global_step / (time.time() - start_time))
+            sps = int((global_step - start_step) / (time.time() - start_time))
             left = (num_iterations - 1 - iteration) * args.num_envs / max(sps, 1)  # seconds, at the current speed
-            print(f"global_step={global_step}, {global_step / args.total_timesteps:.1%} of {args.total_timesteps}, "
-                  f"episodic_return(last {len(recent_returns)})={recent}, SPS={sps}, "
-                  f"{left // 3600:.0f}:{time.strftime('%M:%S', time.gmtime(left))} left", flush=True)  # fmt: skip
+            print(
+                f"global_step={global_step}, {global_step / args.total_timesteps:.1%} of {args.total_timesteps}, "
+                f"episodic_return(last {len(recent_returns)})={recent}, SPS={sps}, "
+                f"{left // 3600:.0f}:{time.strftime('%M:%S', time.gmtime(left))} left",
+                flush=True,
+            )
             for path in sorted(set(glob.glob(f"videos/{run_name}/*.mp4")) - uploaded_videos) if args.track else []:
                 uploaded_videos.add(path)
                 wandb.log({"videos": wandb.Video(path, format="mp4")})
+        if ckpt:  # at its cadence, at the end, and after Ctrl-C or SIGTERM, which then ends the run here
+            ckpt.step(global_step, last=iteration == num_iterations - 1)
     envs.close()  # RecordVideo writes the video of an episode still running when it closes
 
     if args.save_model:
@@ -411,8 +452,10 @@ if __name__ == "__main__":
         for idx, episodic_return in enumerate(episodic_returns):
             writer.add_scalar("eval/episodic_return", episodic_return, idx)
         if len(episodic_returns) < 10:  # evaluate() stops at an episode that has run 100,000 steps
-            print(f"{SCRIPT}: warning: evaluation episode {len(episodic_returns) + 1} did not end in 100,000 steps "
-                  f"(does {args.env_id} have a time limit?); {len(episodic_returns)} of 10 evaluated")  # fmt: skip
+            print(
+                f"{SCRIPT}: warning: evaluation episode {len(episodic_returns) + 1} did not end in 100,000 steps "
+                f"(does {args.env_id} have a time limit?); {len(episodic_returns)} of 10 evaluated"
+            )
         if episodic_returns:
             print(f"eval/episodic_return over {len(episodic_returns)} episodes: {np.mean(episodic_returns):.2f}")
 

@@ -1,15 +1,26 @@
 """What the continuous off-policy scripts (sac, td3, ddpg) must do, run as a user would: a subprocess.
-Per script: the default flags with a tiny budget, upstream CleanRL's own smoke commands as written, a run that ends
+Per script: the default flags with a tiny budget (checkpointed mid-run, then resumed to twice the budget),
+upstream CleanRL's own smoke commands as written, a run that ends
 before its first gradient step (it warns and runs), cadences that fire at their configured rate whatever `--num-envs`
 is, a non-finite loss, refusing action spaces that cannot be squashed (before anything is made) while driving an env
-within the bounds of the space its actions go to, and the validation cases. (The --capture-video, --save-model,
+within the bounds of the space its actions go to, the validation cases, and a --capture-video on an env without frames
+(the JAX twins too). (The --capture-video, --save-model,
 --track and copy-alone paths are in test_scripts.py.)"""
 
 import pytest
 
 from budgets import CONTINUOUS_TINY
 from cleanrl_utils.report import read_scalars
-from conftest import check_ok, check_refused, check_video_refusals, check_warns_and_runs, only_run_dir, run_script, script_env
+from conftest import (
+    check_checkpoint_and_resume,
+    check_ok,
+    check_refused,
+    check_video_refusals,
+    check_warns_and_runs,
+    only_run_dir,
+    run_script,
+    script_env,
+)
 
 OFF_POLICY = ["sac_continuous_action.py", "td3_continuous_action.py", "ddpg_continuous_action.py"]
 TINY = {s: CONTINUOUS_TINY[s] for s in OFF_POLICY}
@@ -80,13 +91,21 @@ gym.register("HugeRewardPendulum-v0", entry_point=huge_reward_pendulum, max_epis
 
 @pytest.mark.parametrize("script", OFF_POLICY)
 def test_default_flags(script, workdir, fork_script):
-    result = fork_script(script, *TINY[script], cwd=workdir, timeout=600)
-    check_ok(result)
-    assert "global_step=" in result.stdout and "SPS=" in result.stdout
-    run_dir = only_run_dir(workdir)
+    results = []
+
+    def run(*args, **kwargs):
+        results.append(fork_script(*args, **kwargs, timeout=600))
+        return results[-1]
+
+    # a checkpoint at step 150 and at the end (300), then --resume to 600 in the same folder and log
+    run_dir = check_checkpoint_and_resume(script, TINY[script], 150, workdir, run=run)
+    assert all("global_step=" in result.stdout and "SPS=" in result.stdout for result in results)
     for tag in TAGS[script]:
         steps, _ = read_scalars(str(run_dir), tag)
-        assert list(steps) == [200, 300], tag  # every 100 env steps past learning_starts 100
+        assert list(steps) == [200, 300, 400, 500, 600], tag  # every 100 env steps past learning_starts 100, once
+    if script == "sac_continuous_action.py":  # log α goes on from where it was, not from α = 1 again
+        _, alphas = read_scalars(str(run_dir), "losses/alpha")
+        assert all(later < earlier for earlier, later in zip(alphas, alphas[1:])), alphas
     assert len(read_scalars(str(run_dir), "charts/episodic_return")[0]) >= 1
     assert not (workdir / "videos").exists()
 
@@ -182,8 +201,9 @@ def test_unbounded_actions_are_refused_and_bounds_come_from_the_space_the_action
 
 
 UNKNOWN_ENV = "Hopper-v99"
-SIZES = "--num-envs, --buffer-size, --batch-size, --policy-frequency"  # SAC adds --target-network-frequency
+SIZES = "--total-timesteps, --num-envs, --buffer-size, --batch-size, --policy-frequency"  # SAC adds --target-network-frequency
 COMMON_BAD = [
+    (["--total-timesteps", 0], f"{SIZES}"),
     (["--gamma", 1.5], "--gamma and --tau must be in [0, 1]"),
     (["--tau", -0.1], "--gamma and --tau must be in [0, 1]"),
     (["--num-envs", 0], f"{SIZES}"),
@@ -227,3 +247,33 @@ MUJOCO_SCRIPTS = [*OFF_POLICY, "ppo_continuous_action.py", "rpo_continuous_actio
 @pytest.mark.parametrize("script", MUJOCO_SCRIPTS)
 def test_video_that_cannot_render_is_refused_at_start(script, workdir, fork_script):
     check_video_refusals(script, workdir, fork_script)
+
+
+# an env that has no frames to film: no rgb_array render mode, and (as older envs) no render_mode argument at all
+NO_FRAMES = """
+import gymnasium as gym
+from gymnasium.envs.classic_control.pendulum import PendulumEnv
+
+
+class NoFramesPendulum(PendulumEnv):
+    metadata = {"render_modes": []}
+
+    def __init__(self):
+        super().__init__()
+
+
+gym.register("NoFramesPendulum-v0", entry_point=NoFramesPendulum, max_episode_steps=50)
+"""
+JAX_TWINS = ["sac_continuous_action_jax.py", "td3_continuous_action_jax.py", "ddpg_continuous_action_jax.py"]
+
+
+@pytest.mark.parametrize("script", [*OFF_POLICY, *JAX_TWINS])
+def test_video_of_an_env_without_frames_is_refused_naming_the_env(script, tmp_path):
+    # the env is to blame, not MUJOCO_GL: one line, exit code 2, nothing made
+    (tmp_path / "envs").mkdir()
+    (tmp_path / "envs" / "no_frames.py").write_text(NO_FRAMES)
+    (tmp_path / "run").mkdir()
+    env = script_env() | {"PYTHONPATH": str(tmp_path / "envs")}
+    result = run_script(script, "--env-id", "no_frames:NoFramesPendulum-v0", "--capture-video", cwd=tmp_path / "run", env=env)
+    check_refused(result, script, "no_frames:NoFramesPendulum-v0 renders no video", tmp_path / "run")
+    assert "MUJOCO_GL" not in result.stderr

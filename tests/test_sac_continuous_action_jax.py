@@ -1,8 +1,8 @@
 """sac_continuous_action_jax.py, the JAX twin of sac_continuous_action.py: its pure pieces and its actor give
 the torch script's numbers on the same inputs, and, run as a user would (a subprocess), it logs the twin's tags
-at their cadence, runs copied alone through every output path (with the fixed α), stops at a non-finite loss
-with its step, refuses bad input or a video that cannot render before anything is made, and runs a run too short
-for a gradient step with a warning."""
+at their cadence (checkpointed, then resumed to twice the budget), runs copied alone through every output path (with
+the fixed α), stops at a non-finite loss with its step, refuses bad input or a video that cannot render before anything
+is made, and runs a run too short for a gradient step with a warning."""
 
 import math
 
@@ -16,7 +16,7 @@ import torch
 from budgets import CONTINUOUS_TINY, MUJOCO_VIDEO
 from cleanrl_utils.report import read_scalars
 from conftest import (
-    check_ok,
+    check_checkpoint_and_resume,
     check_refused,
     check_video_refusals,
     check_warns_and_runs,
@@ -159,15 +159,21 @@ def test_actor_with_the_twins_weights_gives_its_outputs_sample_and_log_prob(monk
 
 
 def test_default_flags(workdir, fork_script):
-    result = fork_script(SCRIPT, *TINY, cwd=workdir, timeout=600)
-    check_ok(result)
-    assert "global_step=" in result.stdout and "SPS=" in result.stdout
-    run_dir = only_run_dir(workdir)
+    results = []
+
+    def run(*args, **kwargs):
+        results.append(fork_script(*args, **kwargs, timeout=600))
+        return results[-1]
+
+    # a checkpoint at step 150 and at the end (300), then --resume to 600 in the same folder and log
+    run_dir = check_checkpoint_and_resume(SCRIPT, TINY, 150, workdir, run=run)
+    assert all("global_step=" in result.stdout and "SPS=" in result.stdout for result in results)
     for tag in TAGS:
         steps, values = read_scalars(str(run_dir), tag)
-        assert list(steps) == [200, 300] and all(math.isfinite(v) for v in values), tag  # every 100 steps past 100
+        assert list(steps) == [200, 300, 400, 500, 600] and all(math.isfinite(v) for v in values), tag  # every 100 past 100
     _, alphas = read_scalars(str(run_dir), "losses/alpha")
-    assert 0.5 < alphas[0] < 1.0 and alphas[1] < alphas[0]  # log α starts at 0 and is tuned down
+    # log α starts at 0 and is tuned down, on from where it was after the resume (not from α = 1 again)
+    assert 0.5 < alphas[0] < 1.0 and all(later < earlier for earlier, later in zip(alphas, alphas[1:])), alphas
     assert len(read_scalars(str(run_dir), "charts/episodic_return")[0]) >= 1
     assert not (workdir / "videos").exists()
 
@@ -205,6 +211,7 @@ def test_non_finite_loss_stops_the_run_with_its_step(workdir):
 
 
 BAD = [
+    (["--total-timesteps", 0], "--total-timesteps, --num-envs, --buffer-size, --batch-size, --policy-frequency"),
     (["--env-id", "CartPole-v1"], "CartPole-v1 has Discrete(2) actions; sac_continuous_action_jax.py supports 1-D Box ones"),
     (["--q-lr", "nan"], "--policy-lr and --q-lr must be positive and finite in float32, got 0.0003 and nan"),
     (["--target-network-frequency", 0], "--target-network-frequency must be at least 1"),

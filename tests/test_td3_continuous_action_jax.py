@@ -1,7 +1,8 @@
 """td3_continuous_action_jax.py: its pure pieces and networks give the torch twin's numbers (asymmetric
 per-dimension bounds, clamps, clipped smoothing noise, terminations), a tiny default run logs every tag at its
-cadence, the copied file runs every output path, a non-finite loss stops the run with its step, bad input or a video
-that cannot render is refused before anything is made, and a run too short for a gradient step runs with a warning."""
+cadence (checkpointed, then resumed to twice the budget), the copied file runs every output path, a non-finite loss
+stops the run with its step, bad input or a video that cannot render is refused before anything is made, and a run
+too short for a gradient step runs with a warning."""
 
 import jax
 import numpy as np
@@ -11,12 +12,11 @@ import torch
 from budgets import JAX_TINY, VIDEO_ENV
 from cleanrl_utils.report import read_scalars
 from conftest import (
-    check_ok,
+    check_checkpoint_and_resume,
     check_refused,
     check_video_refusals,
     check_warns_and_runs,
     load_script,
-    only_run_dir,
     run_copied_alone,
     run_script,
     script_env,
@@ -114,13 +114,20 @@ def test_networks_with_the_twins_weights_give_its_outputs():
 
 
 def test_default_flags(workdir, fork_script):
-    result = fork_script(SCRIPT, *TINY, cwd=workdir, timeout=600)
-    check_ok(result)
-    assert "global_step=" in result.stdout and "SPS=" in result.stdout
-    run_dir = only_run_dir(workdir)
+    results = []
+
+    def run(*args, **kwargs):
+        results.append(fork_script(*args, **kwargs, timeout=600))
+        return results[-1]
+
+    # a checkpoint at step 150 and at the end (300), then --resume to 600 in the same folder and log
+    run_dir = check_checkpoint_and_resume(SCRIPT, TINY, 150, workdir, run=run)
+    assert all("global_step=" in result.stdout and "SPS=" in result.stdout for result in results)
     for tag in TAGS:
         steps, values = read_scalars(str(run_dir), tag)
-        assert list(steps) == [200, 300] and np.isfinite(values).all(), tag  # every 100 env steps past learning_starts
+        assert list(steps) == [200, 300, 400, 500, 600] and np.isfinite(values).all(), (
+            tag
+        )  # every 100 env steps past learning_starts
     assert len(read_scalars(str(run_dir), "charts/episodic_return")[0]) >= 1
     assert not (workdir / "videos").exists()
 
@@ -155,6 +162,7 @@ def test_non_finite_loss_stops_the_run_with_its_step(workdir):
 
 
 BAD = [
+    (["--total-timesteps", 0], "--total-timesteps, --num-envs, --buffer-size, --batch-size, --policy-frequency"),
     (["--learning-rate", "nan"], "--learning-rate must be positive and finite in float32, got nan"),
     (["--gamma", 1.5], "--gamma and --tau must be in [0, 1]"),
     (["--num-envs", 0], "--num-envs, --buffer-size, --batch-size, --policy-frequency must be at least 1"),
