@@ -98,14 +98,26 @@ class Args:
     """the maximum norm for the gradient clipping"""
     target_kl: float | None = None
     """the target KL divergence threshold (stops the epochs of an update early)"""
+    checkpoint_every: int = 75
+    """write runs/{run_name}/checkpoint.pt every this many iterations, at the end and at Ctrl-C; 0: never"""
+    resume: str | None = None
+    """continue the run saved in this run folder (or its checkpoint.pt), with its flags; flags given here override them"""
 
 
 def make_vector_env(env_id, num_envs, seed, max_episode_steps, render=False):
     """envpool's Atari preprocessing (84x84 gray, 4 stacked frames); a lost life ends the agent's episode and rewards
     are clipped to their sign. NEXT_STEP autoreset: the step that ends an episode returns its true final observation,
     the next step of that env ignores its action and returns the new episode's first observation (a "reset step")."""
-    return envpool.make(env_id, env_type="gymnasium", num_envs=num_envs, seed=seed, episodic_life=True, reward_clip=True,
-                        max_episode_steps=max_episode_steps, render_mode="rgb_array" if render else None)  # fmt: skip
+    return envpool.make(
+        env_id,
+        env_type="gymnasium",
+        num_envs=num_envs,
+        seed=seed,
+        episodic_life=True,
+        reward_clip=True,
+        max_episode_steps=max_episode_steps,
+        render_mode="rgb_array" if render else None,
+    )
 
 
 INFO_DTYPES = {"reward": np.float32, "terminated": np.int32, "elapsed_step": np.int32}  # the info entries read
@@ -157,13 +169,20 @@ class Agent(nn.Module):
     n_actions: int
 
     def setup(self):
-        self.network = nn.Sequential([
-            lambda x: jnp.transpose(x, (0, 2, 3, 1)),  # envpool's frames are channels-first, flax's Conv wants them last
-            nn.Conv(32, (8, 8), strides=(4, 4), padding="VALID", **layer_init()), nn.relu,
-            nn.Conv(64, (4, 4), strides=(2, 2), padding="VALID", **layer_init()), nn.relu,
-            nn.Conv(64, (3, 3), strides=(1, 1), padding="VALID", **layer_init()), nn.relu,
-            lambda x: x.reshape((x.shape[0], -1)), nn.Dense(512, **layer_init()), nn.relu,  # (7, 7, 64) flattened HWC
-        ])  # fmt: skip
+        self.network = nn.Sequential(
+            [
+                lambda x: jnp.transpose(x, (0, 2, 3, 1)),  # envpool's frames are channels-first, flax's Conv wants them last
+                nn.Conv(32, (8, 8), strides=(4, 4), padding="VALID", **layer_init()),
+                nn.relu,
+                nn.Conv(64, (4, 4), strides=(2, 2), padding="VALID", **layer_init()),
+                nn.relu,
+                nn.Conv(64, (3, 3), strides=(1, 1), padding="VALID", **layer_init()),
+                nn.relu,
+                lambda x: x.reshape((x.shape[0], -1)),  # (7, 7, 64) flattened HWC
+                nn.Dense(512, **layer_init()),
+                nn.relu,
+            ]
+        )
         self.actor = nn.Dense(self.n_actions, **layer_init(std=0.01))
         self.critic = nn.Dense(1, **layer_init(std=1))
 
@@ -204,8 +223,21 @@ def masked_mean(x, mask):
     return (x * mask).sum() / jnp.maximum(mask.sum(), 1.0)  # 0 when the mask is empty
 
 
-def ppo_loss(newlogprob, entropy, newvalue, logprobs, advantages, returns, values, valid, clip_coef, clip_vloss, norm_adv,
-             ent_coef, vf_coef):  # fmt: skip
+def ppo_loss(
+    newlogprob,
+    entropy,
+    newvalue,
+    logprobs,
+    advantages,
+    returns,
+    values,
+    valid,
+    clip_coef,
+    clip_vloss,
+    norm_adv,
+    ent_coef,
+    vf_coef,
+):
     """The PPO loss of one minibatch, all (B,) float32; `valid` is 0 at reset steps, which count in no mean.
     Returns (loss, (pg_loss, v_loss, entropy_loss, old_approx_kl, approx_kl, clipfrac))."""
     logratio = newlogprob - logprobs
@@ -297,20 +329,27 @@ def env_error(env_id):  # why `env_id` is not an envpool Atari game, as one line
 
 def validation_error(args):  # the first reason this command line cannot run, as one line, or None
     batch_size, minibatches = args.num_envs * args.num_steps, max(args.num_minibatches, 1)  # 1 if 0: all rows are evaluated
-    sizes = ("num_envs", "num_steps", "num_minibatches", "update_epochs")
+    sizes = ("total_timesteps", "num_envs", "num_steps", "num_minibatches", "update_epochs")
     checks = [  # no check of minibatches of 1 step: the masked advantage normalisation below keeps them finite
         (min(getattr(args, k) for k in sizes) < 1, f"--{', --'.join(k.replace('_', '-') for k in sizes)} must be at least 1"),
         (not 1 <= args.max_episode_steps < 2**31, f"--max-episode-steps must be in [1, 2**31), got {args.max_episode_steps}"),
-        (batch_size % minibatches != 0, f"the batch of {batch_size} steps (--num-envs {args.num_envs} x --num-steps "
-         f"{args.num_steps}) does not split into --num-minibatches {minibatches}; pick a divisor of {batch_size}"),
+        (
+            batch_size % minibatches != 0,
+            f"the batch of {batch_size} steps (--num-envs {args.num_envs} x --num-steps "
+            f"{args.num_steps}) does not split into --num-minibatches {minibatches}; pick a divisor of {batch_size}",
+        ),
         (not (0 <= args.gamma <= 1 and 0 <= args.gae_lambda <= 1), "--gamma and --gae-lambda must be in [0, 1]"),
-        (not 0 < args.learning_rate < 3.4e37,  # above, Adam's first step (lr / 0.1) overflows float32
-         f"--learning-rate must be positive and finite in float32, got {args.learning_rate}"),
+        (
+            not 0 < args.learning_rate < 3.4e37,  # above, Adam's first step (lr / 0.1) overflows float32
+            f"--learning-rate must be positive and finite in float32, got {args.learning_rate}",
+        ),
         (not 0 <= args.seed <= 2**31 - args.num_envs, f"--seed must be in [0, 2**31 - --num-envs] (int32), got {args.seed}"),
-        (not re.fullmatch(r"[\w.-]{1,150}", args.exp_name) or "__" in args.exp_name,
-         f"--exp-name {args.exp_name!r} must be a folder name: up to 150 letters, digits, '.', '-' and single '_'"),
+        (
+            not re.fullmatch(r"[\w.-]{1,150}", args.exp_name) or "__" in args.exp_name,
+            f"--exp-name {args.exp_name!r} must be a folder name: up to 150 letters, digits, '.', '-' and single '_'",
+        ),
         (args.capture_video and not importlib.util.find_spec("moviepy"), "--capture-video needs moviepy: pip install moviepy"),
-    ]  # fmt: skip
+    ]
     return next((message for failed, message in checks if failed), None)
 
 
@@ -351,10 +390,18 @@ def evaluate(model_path, eval_episodes, run_name, capture_video=False):
 
 if __name__ == "__main__":
     args = tyro.cli(Args)
+    ckpt = None  # checkpoints, --resume and clean stops: cleanrl_utils/checkpoint.py, imported only when asked for
+    if (args.checkpoint_every or args.resume) and importlib.util.find_spec("cleanrl_utils"):
+        ckpt = importlib.import_module("cleanrl_utils.checkpoint").Checkpoint(SCRIPT, args)  # --resume: the saved flags
+    elif args.resume:
+        exit_if("--resume needs cleanrl_utils (pip install -e . in a cleanrl clone)")
+    elif args.checkpoint_every:  # a script copied alone trains without them
+        print(f"{SCRIPT}: checkpoints are off: they need cleanrl_utils (pip install -e . in a cleanrl clone)")
     exit_if(validation_error(args) or env_error(args.env_id))
-    exit_if((not os.access(".", os.W_OK) or shutil.disk_usage(".").free < 2**26) and f"cannot write runs/ in {os.getcwd()}")
+    if not os.access(".", os.W_OK) or shutil.disk_usage(".").free < 2**26:
+        exit_if(f"cannot write runs/ in {os.getcwd()}")
     if args.upload_model:  # the Hub upload is shared plumbing, in cleanrl_utils/huggingface.py
-        hub = importlib.util.find_spec("cleanrl_utils") and importlib.import_module("cleanrl_utils.huggingface")
+        hub = importlib.import_module("cleanrl_utils.huggingface") if importlib.util.find_spec("cleanrl_utils") else None
         exit_if(hub.upload_error(args) if hub else "--upload-model needs cleanrl_utils (pip install -e . in a cleanrl clone)")
     args.batch_size = int(args.num_envs * args.num_steps)
     args.minibatch_size = int(args.batch_size // args.num_minibatches)
@@ -363,38 +410,37 @@ if __name__ == "__main__":
         print(f"{SCRIPT}: warning: the run ends before its first gradient step (--total-timesteps below one batch)")
     elif args.total_timesteps % args.batch_size != 0:
         print(f"running {args.num_iterations * args.batch_size} steps: --total-timesteps rounded down to whole batches")
-    run_time = int(time.time())
+    run_time = int(time.time())  # a run that started in the same second owns that name; a resumed run keeps its own
     while os.path.exists(f"runs/{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"):
-        run_time += 1  # a run that started in the same second owns that name
-    run_name = f"{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"
+        run_time += 1
+    run_name = ckpt.run_name if args.resume else f"{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"
     if args.track:
         import wandb
 
         try:  # with no API key, W&B would wait at a login prompt
             if wandb.setup().settings.mode in ("online", "run", "shared") and not wandb.login(prompt=False):
                 raise RuntimeError("no API key")
-            wandb.init(project=args.wandb_project_name, entity=args.wandb_entity, name=run_name, config=vars(args),
-                       sync_tensorboard=True, save_code=True)  # fmt: skip
+            wandb.init(
+                project=args.wandb_project_name,
+                entity=args.wandb_entity,
+                name=run_name,
+                config=vars(args),
+                sync_tensorboard=True,
+                save_code=True,
+            )
         except Exception as e:  # not logged in, no network, unknown entity: stop before anything is written
             reason = (str(e).splitlines() or [type(e).__name__])[0]
             exit_if(f"--track could not start a W&B run ({reason}); run `wandb login` or set WANDB_MODE=offline")
     writer = SummaryWriter(f"runs/{run_name}")
     writer.add_text("hyperparameters", "|param|value|\n|-|-|\n" + "\n".join(f"|{k}|{v}|" for k, v in vars(args).items()))
     uploaded_videos = set()  # W&B gets each finished video once (envpool has no W&B hook)
-
     random.seed(args.seed)
     np.random.seed(args.seed)
     key = jax.random.PRNGKey(args.seed)
     key, agent_key = jax.random.split(key)
-    envs = make_vector_env(args.env_id, args.num_envs, args.seed, args.max_episode_steps, args.capture_video)
-    envs.action_space.seed(args.seed)
-    config = envs.config  # the emulator runs at 60 frames per second; a video shows one frame per agent step
-    print(f"{args.env_id} (envpool {envpool.__version__}): sticky-action probability {config['repeat_action_probability']:g}, "
-          f"time limit {config['max_episode_steps']} agent steps")  # fmt: skip
-    recorder = GameRecorder(envs, f"videos/{run_name}", 60 / config["frame_skip"]) if args.capture_video else None
-
-    agent = Agent(envs.single_action_space.n)
-    obs_example = np.zeros((1,) + envs.single_observation_space.shape, np.uint8)
+    spec = envpool.make_spec(args.env_id)  # the envs' spaces; envpool seeds the envs as it makes them, below
+    agent = Agent(spec.action_space.n)
+    obs_example = np.zeros((1,) + spec.observation_space.shape, np.uint8)
     params = agent.init(agent_key, obs_example, np.zeros(1, np.int32), method=Agent.get_action_and_value)
     # the learning rate is set before each update (annealing); Adam's eps as in the twin's torch Adam
     adam = optax.inject_hyperparams(optax.adam)(learning_rate=args.learning_rate, eps=1e-5)
@@ -402,7 +448,18 @@ if __name__ == "__main__":
     agent_state = TrainState.create(apply_fn=agent.apply, params=params, tx=tx)
 
     global_step, recent_returns = 0, deque(maxlen=20)
-    start_time = last_print = time.time()
+    if ckpt:  # a checkpoint holds these and every random generator; --resume loads them back here
+        ckpt.start(writer, None, globals(), "agent_state key global_step")
+    env_seed = (args.seed + global_step) % 2**31  # envpool's seeds are int32; a resumed run plays new games
+    envs = make_vector_env(args.env_id, args.num_envs, env_seed, args.max_episode_steps, args.capture_video)
+    envs.action_space.seed(args.seed)
+    config = envs.config  # the emulator runs at 60 frames per second; a video shows one frame per agent step
+    print(
+        f"{args.env_id} (envpool {envpool.__version__}): sticky-action probability {config['repeat_action_probability']:g}, "
+        f"time limit {config['max_episode_steps']} agent steps"
+    )
+    recorder = GameRecorder(envs, f"videos/{run_name}", 60 / config["frame_skip"]) if args.capture_video else None
+    start_time, start_step, last_print = time.time(), global_step, time.time()
     statistics = EpisodeStatistics(jnp.zeros(args.num_envs))
     next_obs, _ = envs.reset()
     handle, step_env, interface = make_step_env(envs, args.xla_env)
@@ -441,9 +498,21 @@ if __name__ == "__main__":
 
         def loss_fn(params):
             _, newlogprob, entropy, newvalue = agent.apply(params, mb["obs"], mb["actions"], method=Agent.get_action_and_value)
-            return ppo_loss(newlogprob, entropy, newvalue[:, 0], mb["logprobs"], mb["advantages"], mb["returns"],
-                            mb["values"], mb["valid"], args.clip_coef, args.clip_vloss, args.norm_adv, args.ent_coef,
-                            args.vf_coef)  # fmt: skip
+            return ppo_loss(
+                newlogprob,
+                entropy,
+                newvalue[:, 0],
+                mb["logprobs"],
+                mb["advantages"],
+                mb["returns"],
+                mb["values"],
+                mb["valid"],
+                args.clip_coef,
+                args.clip_vloss,
+                args.norm_adv,
+                args.ent_coef,
+                args.vf_coef,
+            )
 
         (loss, metrics), grads = jax.value_and_grad(loss_fn, has_aux=True)(agent_state.params)
         finite = jnp.isfinite(loss + optax.global_norm(grads))
@@ -514,7 +583,8 @@ if __name__ == "__main__":
         clipfrac = jnp.sum(clipfrac * ran[:, None]) / (jnp.sum(ran) * args.num_minibatches)
         return agent_state, key, last + (clipfrac,), jnp.all(finite), batch["returns"], batch["valid"]
 
-    for iteration in range(1, args.num_iterations + 1):
+    # ---- ALGO LOGIC: the training loop (a compiled rollout, then a compiled GAE and PPO update); the set-up ends here ----
+    for iteration in range(global_step // args.batch_size + 1, args.num_iterations + 1):
         frac = 1.0 - (iteration - 1.0) / args.num_iterations if args.anneal_lr else 1.0
 
         handle, next_obs, statistics, key, storage, finished = rollout(agent_state, handle, next_obs, statistics, key)
@@ -546,7 +616,7 @@ if __name__ == "__main__":
         var_y = np.var(y_true) if len(y_true) > 0 else 0.0
         explained_var = np.nan if var_y == 0 else 1 - np.var(y_true - y_pred) / var_y
 
-        sps = int(global_step / (time.time() - start_time))
+        sps = int((global_step - start_step) / (time.time() - start_time))
         writer.add_scalar("charts/learning_rate", frac * args.learning_rate, global_step)
         writer.add_scalar("losses/value_loss", float(v_loss), global_step)
         writer.add_scalar("losses/policy_loss", float(pg_loss), global_step)
@@ -560,12 +630,17 @@ if __name__ == "__main__":
             last_print = time.time()
             recent = f"{np.mean(recent_returns):.2f}" if recent_returns else "n/a"
             left = (args.num_iterations - iteration) * args.batch_size / max(sps, 1)  # seconds, at the current speed
-            print(f"global_step={global_step}, {global_step / args.total_timesteps:.1%} of {args.total_timesteps}, "
-                  f"episodic_return(last {len(recent_returns)})={recent}, SPS={sps}, "
-                  f"{left // 3600:.0f}:{time.strftime('%M:%S', time.gmtime(left))} left", flush=True)  # fmt: skip
+            print(
+                f"global_step={global_step}, {global_step / args.total_timesteps:.1%} of {args.total_timesteps}, "
+                f"episodic_return(last {len(recent_returns)})={recent}, SPS={sps}, "
+                f"{left // 3600:.0f}:{time.strftime('%M:%S', time.gmtime(left))} left",
+                flush=True,
+            )
         for path in sorted(set(glob.glob(f"videos/{run_name}/*.mp4")) - uploaded_videos) if args.track else []:
             uploaded_videos.add(path)
             wandb.log({"videos": wandb.Video(path, format="mp4")})
+        if ckpt:  # at its cadence, at the end, and after Ctrl-C or SIGTERM, which then ends the run here
+            ckpt.step(iteration, last=iteration == args.num_iterations)
     envs.close()
 
     if args.save_model:

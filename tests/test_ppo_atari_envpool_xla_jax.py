@@ -1,8 +1,9 @@
 """ppo_atari_envpool_xla_jax.py and ppo_atari_envpool_xla_jax_scan.py, the JAX versions of ppo_atari_envpool.py:
 their pure pieces give the twin's numbers (masked GAE, masked mean, the PPO loss with and without the clipped value
 loss, the Nature-CNN agent with the twin's weights, the game statistics), envpool's XLA step and the host fallback
-step the same games, each script runs with either and logs the same values with both, films games whose frames
-move, refuses bad input, and runs a run too short for an update with a warning.
+step the same games, each script runs with either and logs the same values with both, checkpoints and resumes
+(its train state and key back leaf by leaf), films games whose frames move, refuses bad input, and runs a run too
+short for an update with a warning.
 """
 
 import numpy as np
@@ -10,7 +11,8 @@ import pytest
 import torch
 
 from cleanrl_utils.report import read_scalars
-from conftest import PPO_TAGS, check_ok, check_refused, check_warns_and_runs, load_script, only_run_dir, run_copied_alone
+from conftest import PPO_TAGS, check_checkpoint_and_resume, check_refused, check_warns_and_runs, load_script, run_copied_alone
+from jax_parity import check_restored_jax_state
 
 SCRIPTS = ["ppo_atari_envpool_xla_jax.py", "ppo_atari_envpool_xla_jax_scan.py"]
 twin = load_script("ppo_atari_envpool")
@@ -277,38 +279,38 @@ def logged(run_dir):
 
 
 def run_both_ways(script, tmp_path, fork_script):
-    """A default-flags run and the file copied alone (videos, checkpoint, evaluation, W&B offline), one of them
-    stepping the envs through envpool's XLA interface and the other on the host (--no-xla-env)."""
+    """A default-flags run, checkpointed every iteration and resumed to twice its budget (conftest's
+    check_checkpoint_and_resume), and the file copied alone (videos, checkpoint, evaluation, W&B offline), one of
+    them stepping the envs through envpool's XLA interface and the other on the host (--no-xla-env)."""
     # the scan variant films through its XLA program's host callback, the other through the host stepping
     alone_flags = ["--no-xla-env"] if script == SCRIPTS[0] else []
     default_flags = [] if script == SCRIPTS[0] else ["--no-xla-env"]
     workdir = tmp_path / "default"
     workdir.mkdir()
-    result = fork_script(script, *TINY, *default_flags, cwd=workdir, timeout=600)
-    check_ok(result)
-    return only_run_dir(workdir), result.stdout, run_copied_alone(script, *TINY, *alone_flags, tmp_path=tmp_path)
+    run_dir = check_checkpoint_and_resume(script, [*TINY, *default_flags], 1, workdir, run=fork_script)
+    return run_dir, run_copied_alone(script, *TINY, *alone_flags, tmp_path=tmp_path)
 
 
 def test_default_and_copied_alone_runs(script, tmp_path, fork_script):
-    run_dir, stdout, (alone_dir, checkpoint, _) = run_both_ways(script, tmp_path, fork_script)
+    run_dir, (alone_dir, checkpoint, _) = run_both_ways(script, tmp_path, fork_script)
 
-    # the default flags log each tag once per iteration
-    assert "global_step=" in stdout and "SPS=" in stdout and "time limit 20 agent steps" in stdout
-    interface = "env stepping: envpool's XLA interface" if script == SCRIPTS[0] else "env stepping: host stepping"
-    assert interface in stdout
+    # the default flags log each tag once per iteration: two, and two more resumed
     for tag in PPO_TAGS:
-        assert len(read_scalars(str(run_dir), tag)[0]) == 2, tag
+        assert len(read_scalars(str(run_dir), tag)[0]) == 4, tag
     _, lengths = read_scalars(str(run_dir), "charts/episodic_length")
     assert len(lengths) >= 2 and max(lengths) <= LIMIT
     assert not (run_dir.parent.parent / "videos").exists()
 
     # XLA and host stepping log the same values: the same seed and flags, the copied run (other interface, plus
-    # videos, checkpoint and W&B) trains identically
+    # videos, checkpoint and W&B) trains identically, as the default run did before its resume
     default, alone = logged(run_dir), logged(alone_dir)
-    assert len(default["charts/episodic_return"][0]) >= 2
+    assert len(alone["charts/episodic_return"][0]) >= 2
     for tag in default:
-        np.testing.assert_array_equal(default[tag][0], alone[tag][0], err_msg=tag)
-        np.testing.assert_allclose(default[tag][1], alone[tag][1], rtol=1e-6, err_msg=tag)
+        first = default[tag][0] <= 64
+        np.testing.assert_array_equal(default[tag][0][first], alone[tag][0], err_msg=tag)
+        np.testing.assert_allclose(default[tag][1][first], alone[tag][1], rtol=1e-6, err_msg=tag)
+    # the resumed run took the agent's train state and its JAX key back as saved
+    check_restored_jax_state(script, run_dir, 192, run_dir.parent.parent, "agent_state key")
 
     # the videos show moving frames
     from moviepy import VideoFileClip
@@ -328,6 +330,7 @@ def test_default_and_copied_alone_runs(script, tmp_path, fork_script):
         (["--max-episode-steps", 0], "--max-episode-steps must be in [1, 2**31), got 0"),
         (["--seed", 2**31 - 1], "--seed must be in [0, 2**31 - --num-envs] (int32), got 2147483647"),
         (["--num-minibatches", 3], "does not split into --num-minibatches 3"),
+        (["--total-timesteps", -1], "--total-timesteps, --num-envs, --num-steps, --num-minibatches, --update-epochs must be"),
     ],
 )
 def test_bad_input_exits_2_with_one_line_and_creates_nothing(script, flags, message, workdir, fork_script):
@@ -338,3 +341,4 @@ def test_bad_input_exits_2_with_one_line_and_creates_nothing(script, flags, mess
 def test_a_run_without_a_gradient_step_runs_with_a_warning(script, workdir, fork_script):
     result = fork_script(script, "--num-envs", 2, "--num-steps", 16, "--total-timesteps", 16, cwd=workdir, timeout=300)
     check_warns_and_runs(result, script, "--total-timesteps below one batch", cwd=workdir, loss_tag="losses/value_loss")
+    assert "time limit 27000 agent steps" in result.stdout and "env stepping: envpool's XLA interface" in result.stdout
