@@ -290,6 +290,10 @@ def _rank():
     return torch.distributed.get_rank() if _distributed() else 0
 
 
+def _world_size():
+    return torch.distributed.get_world_size() if _distributed() else 1
+
+
 def _refuse(script, reason):
     print(f"{script}: {reason}", file=sys.stderr)
     sys.exit(2)
@@ -349,6 +353,13 @@ class Checkpoint:
             raise CheckpointError(
                 f"resume {home} from the folder that holds it, where the run goes on "
                 f"({os.path.dirname(path) or '.'} is not {home} under {os.getcwd()})"
+            )
+        ranks, world = len(saved["rng"]["ranks"]) if "ranks" in saved["rng"] else 1, int(os.environ.get("WORLD_SIZE", "1"))
+        if ranks != world:  # each process (torchrun's rank) goes on with its own random generators
+            launch = "plain python (one process)" if ranks == 1 else f"torchrun --nproc-per-node {ranks}"
+            raise CheckpointError(
+                f"the checkpoint holds the random generators of {ranks} process(es), this run has {world}: "
+                f"resume it with {launch}"
             )
         step, total = saved["global_step"], given.total_timesteps
         if step >= total or (saved["finished"] and total <= saved["args"]["total_timesteps"]):
@@ -433,7 +444,7 @@ class Checkpoint:
         if self.writer is not None:
             self.writer.close()
         home = os.path.join("runs", self.run_name)
-        for name in set(os.listdir(home)) - self.existing:
+        for name in set(os.listdir(home)) - self.existing if _rank() == 0 else ():  # rank 0 wrote them
             path = os.path.join(home, name)
             if os.path.isfile(path):
                 os.remove(path)
@@ -516,8 +527,14 @@ class Checkpoint:
         if wandb is not None and getattr(wandb, "run", None) is not None:
             wandb.finish()
         step, name = self.state()["global_step"], signal.Signals(self.stop).name
+        if _rank() != 0:  # every process stops here; rank 0 says what was kept
+            sys.exit(128 + self.stop)
+        launch = [sys.executable, sys.argv[0]]
+        if _distributed():  # torchrun's ranks, as many again on this machine
+            local = os.environ.get("LOCAL_WORLD_SIZE", str(_world_size()))
+            launch = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={local}", sys.argv[0]]
         if written:
-            command = shlex.join([sys.executable, sys.argv[0], "--resume", self.run_dir])
+            command = shlex.join([*launch, "--resume", self.run_dir])
             kept = f"saved in {os.path.join(self.run_dir, FILE)}; go on with: {command}"
         else:
             kept = f"not saved (the checkpoint at global_step {self.saved_step} stays)"
@@ -528,6 +545,8 @@ class Checkpoint:
         name = signal.Signals(signum).name
         if self.training and self.stop is None:
             self.stop = signum
+            if _rank() != 0:  # under torchrun every rank gets the signal: one line, from rank 0
+                return
             again = "Ctrl-C" if signum == signal.SIGINT else name
             step = self.state()["global_step"]
             since = f"since the checkpoint at global_step {self.saved_step}" if self.saved_step else "of this run"
@@ -538,5 +557,6 @@ class Checkpoint:
                 flush=True,
             )
             return
-        print(f"{self.script}: stopped at once by {name}; files written before stay", file=sys.stderr, flush=True)
+        if _rank() == 0:
+            print(f"{self.script}: stopped at once by {name}; files written before stay", file=sys.stderr, flush=True)
         sys.exit(128 + signum)
