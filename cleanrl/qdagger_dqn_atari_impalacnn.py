@@ -461,10 +461,8 @@ if __name__ == "__main__":
     envs.action_space.seed(args.seed)
     rb = ReplayBuffer(args.buffer_size, args.num_envs, (84, 84), 4, device)  # one at a time: the teacher's, the student's
     frames, ale = rb.capacity * args.num_envs, envs.envs[0].unwrapped.ale
-    print(
-        f"replay buffer: {frames} frames x {SLOT_BYTES} B = {frames * SLOT_BYTES / 2**30:.2f} GiB when full; "
-        f"{args.env_id}: frame skip 4, sticky-action probability {ale.getFloat('repeat_action_probability'):g}"
-    )
+    print(f"replay buffer: {frames} frames x {SLOT_BYTES} B = {frames * SLOT_BYTES / 2**30:.2f} GiB when full")
+    print(f"{args.env_id}: frame skip 4, sticky-action probability {ale.getFloat('repeat_action_probability'):g}")
     teacher_return, teacher_step, offline_step = None, 0, 0  # where the phases are: a resumed run goes on from there
     global_step, num_updates, distill_coeff, log_due, recent_returns = 0, 0, 1.0, False, deque(maxlen=args.distill_window)
     if ckpt:  # a checkpoint holds these and every random generator; --resume loads them back here

@@ -508,7 +508,6 @@ if __name__ == "__main__":
     num_iterations = args.total_timesteps // args.num_envs  # whole vector steps: rounds down
     if num_iterations * args.num_envs // args.train_frequency <= args.learning_starts // args.train_frequency:
         print(f"{SCRIPT}: warning: the run ends before its first gradient step (--learning-starts {args.learning_starts})")
-
     run_time = int(time.time())  # a run that started in the same second owns that name; a resumed run keeps its own
     while os.path.exists(f"runs/{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"):
         run_time += 1
@@ -531,8 +530,7 @@ if __name__ == "__main__":
             reason = (str(e).splitlines() or [type(e).__name__])[0]
             exit_if(f"--track could not start a W&B run ({reason}); run `wandb login` or set WANDB_MODE=offline")
     writer = SummaryWriter(f"runs/{run_name}")
-    table = "\n".join(f"|{key}|{value}|" for key, value in vars(args).items())
-    writer.add_text("hyperparameters", f"|param|value|\n|-|-|\n{table}")
+    writer.add_text("hyperparameters", "|param|value|\n|-|-|\n" + "\n".join(f"|{k}|{v}|" for k, v in vars(args).items()))
     uploaded_videos = set()  # W&B gets each finished video once (RecordVideo has no W&B hook)
     random.seed(args.seed)
     np.random.seed(args.seed)
@@ -543,7 +541,6 @@ if __name__ == "__main__":
     envs.action_space.seed(args.seed)
     ale = envs.envs[0].unwrapped.ale
     print(f"{args.env_id}: frame skip 4, sticky-action probability {ale.getFloat('repeat_action_probability'):g}")
-
     q_network = QNetwork(envs.single_action_space.n, args.n_atoms, args.v_min, args.v_max).to(device)
     optimizer = optim.Adam(q_network.parameters(), lr=args.learning_rate, eps=1.5e-4)  # the Rainbow paper's Adam ε
     target_network = QNetwork(envs.single_action_space.n, args.n_atoms, args.v_min, args.v_max).to(device)
@@ -554,7 +551,6 @@ if __name__ == "__main__":
     frames = rb.capacity * args.num_envs
     memory = frames * SLOT_BYTES + rb.tree.tree.nbytes
     print(f"replay buffer: {frames} frames x {SLOT_BYTES} B and a sum tree = {memory / 2**30:.2f} GiB when full")
-
     global_step, num_updates, recent_returns = 0, 0, deque(maxlen=20)
     batch_index = torch.arange(args.batch_size, device=device)
     if ckpt:  # a checkpoint holds these and every random generator; --resume loads them back here
