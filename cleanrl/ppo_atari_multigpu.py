@@ -95,6 +95,10 @@ class Args:
     """the maximum norm for the gradient clipping"""
     target_kl: float | None = None
     """the target KL divergence threshold (stops the epochs of an update early)"""
+    checkpoint_every: int = 150
+    """write runs/{run_name}/checkpoint.pt every this many iterations (num_envs x num_steps steps) and at Ctrl-C; 0: never"""
+    resume: str | None = None
+    """continue the run saved in this run folder (or its checkpoint.pt), with its flags; flags given here override them"""
 
 
 def make_env(env_id, num_envs, capture_video, run_name):
@@ -130,11 +134,16 @@ class Agent(nn.Module):
     def __init__(self, n_actions):
         super().__init__()
         self.network = nn.Sequential(
-            layer_init(nn.Conv2d(4, 32, 8, stride=4)), nn.ReLU(),
-            layer_init(nn.Conv2d(32, 64, 4, stride=2)), nn.ReLU(),
-            layer_init(nn.Conv2d(64, 64, 3, stride=1)), nn.ReLU(),
-            nn.Flatten(), layer_init(nn.Linear(64 * 7 * 7, 512)), nn.ReLU(),
-        )  # fmt: skip
+            layer_init(nn.Conv2d(4, 32, 8, stride=4)),
+            nn.ReLU(),
+            layer_init(nn.Conv2d(32, 64, 4, stride=2)),
+            nn.ReLU(),
+            layer_init(nn.Conv2d(64, 64, 3, stride=1)),
+            nn.ReLU(),
+            nn.Flatten(),
+            layer_init(nn.Linear(64 * 7 * 7, 512)),
+            nn.ReLU(),
+        )
         self.actor = layer_init(nn.Linear(512, n_actions), std=0.01)
         self.critic = layer_init(nn.Linear(512, 1), std=1)
 
@@ -180,26 +189,41 @@ def average_gradients(parameters, world_size, *scalars):
 def validation_error(args, env, world_size=1, local_world_size=1):
     """The first reason this command line cannot run on `env` with `world_size` ranks, as one line, or None."""
     local_batch_size, minibatches = args.local_num_envs * args.num_steps, max(args.num_minibatches, 1)
-    sizes = ("local_num_envs", "num_steps", "num_minibatches", "update_epochs")
+    sizes = ("total_timesteps", "local_num_envs", "num_steps", "num_minibatches", "update_epochs")
     checks = [  # every rank finds the same; `local_world_size` of the ranks run on this machine
         (not isinstance(env.unwrapped, ale_py.AtariEnv), f"{args.env_id} is not an ale-py Atari game; {SCRIPT} needs one"),
         (args.num_envs not in (None, args.local_num_envs * world_size), f"--num-envs does not split over {world_size} ranks"),
         (min(getattr(args, k) for k in sizes) < 1, f"--{', --'.join(k.replace('_', '-') for k in sizes)} must be at least 1"),
-        (local_batch_size % minibatches != 0, f"each rank's batch of {local_batch_size} steps (--local-num-envs x "
-         f"--num-steps) does not split into --num-minibatches {minibatches}; pick a divisor of {local_batch_size}"),
-        (args.norm_adv and local_batch_size // minibatches < 2,
-         "minibatches of 1 step cannot normalise advantages; use fewer --num-minibatches or --no-norm-adv"),
+        (
+            local_batch_size % minibatches != 0,
+            f"each rank's batch of {local_batch_size} steps (--local-num-envs x "
+            f"--num-steps) does not split into --num-minibatches {minibatches}; pick a divisor of {local_batch_size}",
+        ),
+        (
+            args.norm_adv and local_batch_size // minibatches < 2,
+            "minibatches of 1 step cannot normalise advantages; use fewer --num-minibatches or --no-norm-adv",
+        ),
         (not (0 <= args.gamma <= 1 and 0 <= args.gae_lambda <= 1), "--gamma and --gae-lambda must be in [0, 1]"),
-        (not 0 < args.learning_rate < 3.4e37,  # above, Adam's first step (lr / 0.1) overflows float32
-         f"--learning-rate must be positive and finite in float32, got {args.learning_rate}"),
-        (not 0 <= args.seed <= 2**32 - world_size,
-         f"--seed must be in [0, 2**32 - {world_size}] (rank r seeds with seed + r), got {args.seed}"),
-        (not re.fullmatch(r"[\w.-]{1,150}", args.exp_name) or "__" in args.exp_name,
-         f"--exp-name {args.exp_name!r} must be a folder name: up to 150 letters, digits, '.', '-' and single '_'"),
-        (args.cuda and torch.cuda.is_available() and torch.cuda.device_count() < local_world_size, f"--cuda gives each rank "
-         f"a GPU, but this machine runs {local_world_size} ranks and has {torch.cuda.device_count()} GPU(s); add --no-cuda"),
+        (
+            not 0 < args.learning_rate < 3.4e37,  # above, Adam's first step (lr / 0.1) overflows float32
+            f"--learning-rate must be positive and finite in float32, got {args.learning_rate}",
+        ),
+        (
+            not 0 <= args.seed <= 2**32 - world_size,
+            f"--seed must be in [0, 2**32 - {world_size}] (rank r seeds with seed + r), got {args.seed}",
+        ),
+        (
+            not re.fullmatch(r"[\w.-]{1,150}", args.exp_name) or "__" in args.exp_name,
+            f"--exp-name {args.exp_name!r} must be a folder name: up to 150 letters, digits, '.', '-' and single '_'",
+        ),
+        (
+            args.cuda and torch.cuda.is_available() and torch.cuda.device_count() < local_world_size,
+            f"--cuda gives each rank a GPU, but this machine runs {local_world_size} ranks "
+            f"and has {torch.cuda.device_count()} GPU(s); add --no-cuda",
+        ),
         (args.capture_video and not importlib.util.find_spec("moviepy"), "--capture-video needs moviepy: pip install moviepy"),
-    ]  # fmt: skip
+        (args.capture_video and "rgb_array" not in env.metadata.get("render_modes", ()), f"{args.env_id} renders no video"),
+    ]
     return next((message for failed, message in checks if failed), None)
 
 
@@ -228,6 +252,13 @@ def evaluate(model_path, eval_episodes, run_name, device, capture_video=False):
 
 if __name__ == "__main__":
     args = tyro.cli(Args)
+    ckpt = None  # checkpoints, --resume and clean stops: cleanrl_utils/checkpoint.py, imported only when asked for
+    if (args.checkpoint_every or args.resume) and importlib.util.find_spec("cleanrl_utils"):
+        ckpt = importlib.import_module("cleanrl_utils.checkpoint").Checkpoint(SCRIPT, args)  # --resume: the saved flags
+    elif args.resume:
+        exit_if("--resume needs cleanrl_utils (pip install -e . in a cleanrl clone)")
+    elif args.checkpoint_every:  # a script copied alone trains without them
+        print(f"{SCRIPT}: checkpoints are off: they need cleanrl_utils (pip install -e . in a cleanrl clone)")
     # torchrun describes each process (rank) in its environment; plain `python` is one rank alone
     rank, local_rank = int(os.environ.get("RANK", "0")), int(os.environ.get("LOCAL_RANK", "0"))
     world_size = int(os.environ.get("WORLD_SIZE", "1"))
@@ -239,9 +270,10 @@ if __name__ == "__main__":
     except Exception as e:
         exit_if(f"cannot make {args.env_id!r}: {e}")
     exit_if(validation_error(args, env, world_size, local_world_size))
-    exit_if((not os.access(".", os.W_OK) or shutil.disk_usage(".").free < 2**26) and f"cannot write runs/ in {os.getcwd()}")
+    if not os.access(".", os.W_OK) or shutil.disk_usage(".").free < 2**26:
+        exit_if(f"cannot write runs/ in {os.getcwd()}")
     if args.upload_model:  # the Hub upload is shared plumbing, in cleanrl_utils/huggingface.py
-        hub = importlib.util.find_spec("cleanrl_utils") and importlib.import_module("cleanrl_utils.huggingface")
+        hub = importlib.import_module("cleanrl_utils.huggingface") if importlib.util.find_spec("cleanrl_utils") else None
         exit_if(hub.upload_error(args) if hub else "--upload-model needs cleanrl_utils (pip install -e . in a cleanrl clone)")
     args.world_size = world_size
     args.num_envs = args.local_num_envs * world_size
@@ -260,22 +292,30 @@ if __name__ == "__main__":
         dist.init_process_group(backend, device_id=device if device.type == "cuda" else None)
 
     # rank 0 names the run and starts W&B; the others take its name (None: W&B could not start, and every rank stops)
-    run_time = int(time.time())
+    run_time = int(time.time())  # a run that started in the same second owns that name; a resumed run keeps its own
     while rank == 0 and os.path.exists(f"runs/{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"):
-        run_time += 1  # a run that started in the same second owns that name
-    run_name = f"{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"
+        run_time += 1
+    run_name = ckpt.run_name if args.resume else f"{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"
     if rank == 0 and args.track:
         import wandb
 
         try:  # with no API key, W&B would wait at a login prompt
             if wandb.setup().settings.mode in ("online", "run", "shared") and not wandb.login(prompt=False):
                 raise RuntimeError("no API key")
-            wandb.init(project=args.wandb_project_name, entity=args.wandb_entity, name=run_name, config=vars(args),
-                       sync_tensorboard=True, save_code=True)  # fmt: skip
+            wandb.init(
+                project=args.wandb_project_name,
+                entity=args.wandb_entity,
+                name=run_name,
+                config=vars(args),
+                sync_tensorboard=True,
+                save_code=True,
+            )
         except Exception as e:  # not logged in, no network, unknown entity: stop before anything is written
             reason = (str(e).splitlines() or [type(e).__name__])[0]
-            print(f"{SCRIPT}: --track could not start a W&B run ({reason}); run `wandb login` or set WANDB_MODE=offline",
-                  file=sys.stderr)  # fmt: skip
+            print(
+                f"{SCRIPT}: --track could not start a W&B run ({reason}); run `wandb login` or set WANDB_MODE=offline",
+                file=sys.stderr,
+            )
             run_name = None
     if world_size > 1:
         shared = [run_name]
@@ -283,8 +323,8 @@ if __name__ == "__main__":
         run_name = shared[0]
     if run_name is None:
         sys.exit(2)
+    writer = SummaryWriter(f"runs/{run_name}") if rank == 0 else None
     if rank == 0:
-        writer = SummaryWriter(f"runs/{run_name}")
         writer.add_text("hyperparameters", "|param|value|\n|-|-|\n" + "\n".join(f"|{k}|{v}|" for k, v in vars(args).items()))
     uploaded_videos = set()  # W&B (on rank 0) gets each finished video once (RecordVideo has no W&B hook)
 
@@ -296,8 +336,8 @@ if __name__ == "__main__":
     envs = make_env(args.env_id, args.local_num_envs, args.capture_video and rank == 0, run_name)
     envs.action_space.seed(rank_seed)
     if rank == 0:
-        print(f"{world_size} rank(s) x {args.local_num_envs} envs = {args.num_envs} envs; rank 0 on {device}"
-              + (f", {backend} backend" if world_size > 1 else ""))  # fmt: skip
+        backend_used = f", {backend} backend" if world_size > 1 else ""
+        print(f"{world_size} rank(s) x {args.local_num_envs} envs = {args.num_envs} envs; rank 0 on {device}{backend_used}")
 
     agent = Agent(envs.single_action_space.n).to(device)
     for tensor in agent.state_dict().values() if world_size > 1 else []:
@@ -308,10 +348,13 @@ if __name__ == "__main__":
     logprobs, rewards, dones, terminations, values, final_values = torch.zeros((6,) + actions.shape).to(device)
 
     global_step, recent_returns = 0, deque(maxlen=20)
-    start_time = last_print = time.time()
-    # sub-env i of rank r gets seed + r * local_num_envs + i: no two envs of the run share a seed
-    next_obs = torch.as_tensor(envs.reset(seed=args.seed + rank * args.local_num_envs)[0], device=device)
-    for iteration in range(1, args.num_iterations + 1):
+    if ckpt:  # a checkpoint holds these and every rank's random generators; --resume loads them back here
+        ckpt.start(writer, envs, globals(), "agent optimizer global_step")
+    start_time, start_step, last_print = time.time(), global_step, time.time()
+    # sub-env i of rank r gets seed + r * local_num_envs + i: no two envs of the run share a seed (a resumed run: new games)
+    next_obs = torch.as_tensor(envs.reset(seed=args.seed + global_step + rank * args.local_num_envs)[0], device=device)
+    # ---- ALGO LOGIC: the training loop (rollouts, GAE, all-reduced clipped-surrogate update); the set-up ends here ----
+    for iteration in range(global_step // args.batch_size + 1, args.num_iterations + 1):
         if args.anneal_lr:
             frac = 1.0 - (iteration - 1.0) / args.num_iterations
             optimizer.param_groups[0]["lr"] = frac * args.learning_rate
@@ -422,32 +465,36 @@ if __name__ == "__main__":
             if args.target_kl is not None and approx_kl > args.target_kl:
                 break
 
-        if rank != 0:
-            continue  # rank 0 alone logs, the explained variance of its own batch
-        y_pred, y_true = b_values.cpu().numpy(), b_returns.cpu().numpy()
-        var_y = np.var(y_true)
-        explained_var = np.nan if var_y == 0 else 1 - np.var(y_true - y_pred) / var_y
+        if rank == 0:  # rank 0 alone logs, the explained variance of its own batch
+            y_pred, y_true = b_values.cpu().numpy(), b_returns.cpu().numpy()
+            var_y = np.var(y_true)
+            explained_var = np.nan if var_y == 0 else 1 - np.var(y_true - y_pred) / var_y
 
-        sps = int(global_step / (time.time() - start_time))
-        writer.add_scalar("charts/learning_rate", optimizer.param_groups[0]["lr"], global_step)
-        writer.add_scalar("losses/value_loss", v_loss.item(), global_step)
-        writer.add_scalar("losses/policy_loss", pg_loss.item(), global_step)
-        writer.add_scalar("losses/entropy", entropy_loss.item(), global_step)
-        writer.add_scalar("losses/old_approx_kl", old_approx_kl.item(), global_step)
-        writer.add_scalar("losses/approx_kl", approx_kl.item(), global_step)
-        writer.add_scalar("losses/clipfrac", torch.stack(clipfracs).mean().item(), global_step)
-        writer.add_scalar("losses/explained_variance", explained_var, global_step)
-        writer.add_scalar("charts/SPS", sps, global_step)
-        if time.time() - last_print > 10 or iteration == args.num_iterations:
-            last_print = time.time()
-            recent = f"{np.mean(recent_returns):.2f}" if recent_returns else "n/a"
-            left = (args.num_iterations - iteration) * args.batch_size / max(sps, 1)  # seconds, at the current speed
-            print(f"global_step={global_step}, {global_step / args.total_timesteps:.1%} of {args.total_timesteps}, "
-                  f"episodic_return(last {len(recent_returns)})={recent}, SPS={sps}, "
-                  f"{left // 3600:.0f}:{time.strftime('%M:%S', time.gmtime(left))} left", flush=True)  # fmt: skip
-        for path in sorted(set(glob.glob(f"videos/{run_name}/*.mp4")) - uploaded_videos) if args.track else []:
-            uploaded_videos.add(path)
-            wandb.log({"videos": wandb.Video(path, format="mp4")})
+            sps = int((global_step - start_step) / (time.time() - start_time))
+            writer.add_scalar("charts/learning_rate", optimizer.param_groups[0]["lr"], global_step)
+            writer.add_scalar("losses/value_loss", v_loss.item(), global_step)
+            writer.add_scalar("losses/policy_loss", pg_loss.item(), global_step)
+            writer.add_scalar("losses/entropy", entropy_loss.item(), global_step)
+            writer.add_scalar("losses/old_approx_kl", old_approx_kl.item(), global_step)
+            writer.add_scalar("losses/approx_kl", approx_kl.item(), global_step)
+            writer.add_scalar("losses/clipfrac", torch.stack(clipfracs).mean().item(), global_step)
+            writer.add_scalar("losses/explained_variance", explained_var, global_step)
+            writer.add_scalar("charts/SPS", sps, global_step)
+            if time.time() - last_print > 10 or iteration == args.num_iterations:
+                last_print = time.time()
+                recent = f"{np.mean(recent_returns):.2f}" if recent_returns else "n/a"
+                left = (args.num_iterations - iteration) * args.batch_size / max(sps, 1)  # seconds, at the current speed
+                print(
+                    f"global_step={global_step}, {global_step / args.total_timesteps:.1%} of {args.total_timesteps}, "
+                    f"episodic_return(last {len(recent_returns)})={recent}, SPS={sps}, "
+                    f"{left // 3600:.0f}:{time.strftime('%M:%S', time.gmtime(left))} left",
+                    flush=True,
+                )
+            for path in sorted(set(glob.glob(f"videos/{run_name}/*.mp4")) - uploaded_videos) if args.track else []:
+                uploaded_videos.add(path)
+                wandb.log({"videos": wandb.Video(path, format="mp4")})
+        if ckpt:  # every rank: at its cadence, at the end, and after Ctrl-C or SIGTERM, which then ends the run here
+            ckpt.step(iteration, last=iteration == args.num_iterations)
     envs.close()  # RecordVideo writes the video of an episode still running when it closes
     if world_size > 1:
         dist.destroy_process_group()  # training is over: rank 0 alone saves, evaluates and uploads

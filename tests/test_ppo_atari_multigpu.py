@@ -1,20 +1,26 @@
 """ppo_atari_multigpu.py: data-parallel PPO. As plain `python` (one rank) it is ppo_atari.py; under torchrun
 the ranks start from rank 0's weights, see different games, average their gradients and so keep identical
-weights, and only rank 0 writes anything. The torchrun runs listen on 127.0.0.1 only (see `torchrun`)."""
+weights, and only rank 0 writes anything, checkpoints included; a Ctrl-C to torchrun stops every rank after the
+step under way with one checkpoint, and --resume goes on with as many ranks. The torchrun runs listen on 127.0.0.1
+only (see `torchrun`)."""
 
 import os
 import re
+import shlex
 import signal
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
 import torch
 
+from cleanrl_utils.checkpoint import read
 from cleanrl_utils.report import read_scalars
 from conftest import (
     SCRIPTS,
+    check_checkpoint_and_resume,
     check_ok,
     check_refused,
     check_warns_and_runs,
@@ -94,10 +100,10 @@ torch.save(
 """
 
 
-def torchrun(tmp_path, nproc, *script_args, options=(), timeout=300):
-    """Runs `script_args` (a script and its arguments) on `nproc` CPU ranks through torchrun (with its `options`)
-    in tmp_path/cwd, everything on 127.0.0.1; kills the whole process group if it hangs. Returns
-    (returncode, stdout, stderr)."""
+def start_torchrun(tmp_path, nproc, *script_args, options=()):
+    """Starts `script_args` (a script and its arguments) on `nproc` CPU ranks through torchrun (with its `options`)
+    in tmp_path/cwd, everything on 127.0.0.1, in a session of its own (as a terminal's foreground job: its
+    process group is torchrun's; torchrun starts each rank in a session of its own). Returns the Popen."""
     (tmp_path / "launch.py").write_text(LAUNCHER)
     env = script_env()
     if os.path.isdir("/sys/class/net/lo"):
@@ -109,7 +115,7 @@ def torchrun(tmp_path, nproc, *script_args, options=(), timeout=300):
         str(nproc),
         *map(str, [*options, *script_args]),
     ]
-    process = subprocess.Popen(
+    return subprocess.Popen(
         command,
         cwd=tmp_path / "cwd",
         env=env,
@@ -118,6 +124,12 @@ def torchrun(tmp_path, nproc, *script_args, options=(), timeout=300):
         text=True,
         start_new_session=True,
     )
+
+
+def torchrun(tmp_path, nproc, *script_args, options=(), timeout=300):
+    """Runs `script_args` on `nproc` CPU ranks (`start_torchrun`); kills the whole process group if it hangs.
+    Returns (returncode, stdout, stderr)."""
+    process = start_torchrun(tmp_path, nproc, *script_args, options=options)
     try:
         stdout, stderr = process.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -127,15 +139,20 @@ def torchrun(tmp_path, nproc, *script_args, options=(), timeout=300):
     return process.returncode, stdout, stderr
 
 
-def test_one_rank_logs_what_ppo_atari_logs(tmp_path):
-    # plain python is one rank, no process group: the same run as ppo_atari.py with as many envs
+def test_one_rank_logs_what_ppo_atari_logs_then_a_checkpoint_and_resume(tmp_path):
+    # plain python is one rank, no process group: the same run as ppo_atari.py with as many envs; two iterations
+    # with a checkpoint after each, then two more from the last one with --resume
     workdir = tmp_path
     (workdir / "multigpu").mkdir()
     (workdir / "base").mkdir()
-    result = run_script(SCRIPT, *TINY, cwd=workdir / "multigpu")
-    check_ok(result)
-    assert "1 rank(s) x 2 envs = 2 envs; rank 0 on cpu" in result.stdout and "global_step=128," in result.stdout
-    run_dir = only_run_dir(workdir / "multigpu")
+    results = []
+
+    def run(*args, **kwargs):
+        results.append(run_script(*args, **kwargs))
+        return results[-1]
+
+    run_dir = check_checkpoint_and_resume(SCRIPT, TINY, 1, workdir / "multigpu", run=run)
+    assert "1 rank(s) x 2 envs = 2 envs; rank 0 on cpu" in results[0].stdout and "global_step=128," in results[0].stdout
     assert run_dir.name.startswith("BreakoutNoFrameskip-v4__ppo_atari_multigpu__1__")
     assert not (workdir / "multigpu" / "videos").exists()
     base = ["--total-timesteps", 128, "--num-envs", 2, "--num-steps", 32, "--update-epochs", 1]
@@ -143,11 +160,11 @@ def test_one_rank_logs_what_ppo_atari_logs(tmp_path):
     base_dir = only_run_dir(workdir / "base")
     for tag in LOSS_TAGS + ["charts/SPS"]:
         steps, values = read_scalars(str(run_dir), tag)
-        assert list(steps) == [64, 128], tag  # one point per iteration
-        if tag != "charts/SPS":
+        assert list(steps) == [64, 128, 192, 256], tag  # one point per iteration, once
+        if tag != "charts/SPS":  # the first part is ppo_atari.py's run
             base_steps, base_values = read_scalars(str(base_dir), tag)
-            assert list(base_steps) == list(steps)
-            np.testing.assert_array_equal(values, base_values, err_msg=tag)
+            assert list(base_steps) == list(steps[:2])
+            np.testing.assert_array_equal(values[:2], base_values, err_msg=tag)
 
 
 def test_copied_file_captures_video_saves_evaluates_and_tracks(tmp_path):
@@ -160,6 +177,7 @@ REFUSALS = [
     (["--env-id", "CartPole-v1"], "CartPole-v1 is not an ale-py Atari game"),
     (["--local-num-envs", 0], "--local-num-envs, --num-steps, --num-minibatches, --update-epochs must be at least 1"),
     (["--num-envs", 0], "--local-num-envs, --num-steps, --num-minibatches, --update-epochs must be at least 1"),
+    (["--total-timesteps", -5], "--total-timesteps, --local-num-envs, --num-steps, --num-minibatches, --update-epochs"),
     (["--upload-model", "--no-save-model"], "--upload-model pushes the saved model and its evaluation; add --save-model"),
 ]
 
@@ -296,3 +314,44 @@ def test_torchrun_two_ranks_train_identical_weights_on_different_games(tmp_path)
         assert len(read_scalars(str(run_dir), tag)[0]) == 2, tag
     _, logged = read_scalars(str(run_dir), "charts/episodic_return")
     assert sorted(logged) == sorted(rank0["returns"] + rank1["returns"])
+
+
+def test_torchrun_ctrl_c_stops_every_rank_with_one_checkpoint_and_resume_goes_on_with_as_many(tmp_path):
+    (tmp_path / "cwd").mkdir()
+    # 2 ranks x 2 envs x 32 steps = 128 steps an iteration, a checkpoint every 2; stopped long before its end
+    flags = ["--total-timesteps", 10**7, "--local-num-envs", 2, "--num-steps", 32, "--update-epochs", 1]
+    process = start_torchrun(tmp_path, 2, SCRIPTS / SCRIPT, *flags, "--checkpoint-every", 2)
+    deadline = time.time() + 300
+    while not list((tmp_path / "cwd").glob("runs/*/checkpoint.pt")):
+        assert process.poll() is None and time.time() < deadline, process.communicate()
+        time.sleep(0.1)
+    os.killpg(process.pid, signal.SIGINT)  # a terminal's Ctrl-C: torchrun passes it on to each rank once
+    _, stderr = process.communicate(timeout=120)
+    # torchrun itself logs the signal and ends in its own traceback; the ranks say what happens in one line each
+    lines = [line for line in stderr.splitlines() if line.startswith(SCRIPT)]
+    assert len(lines) == 2, stderr[-3000:]
+    assert lines[0].startswith(f"{SCRIPT}: SIGINT: stopping after the step under way, with a checkpoint; a second Ctrl-C")
+    run_dir = only_run_dir(tmp_path / "cwd")
+    saved = read(str(run_dir / "checkpoint.pt"), SCRIPT)
+    assert len(saved["rng"]["ranks"]) == 2 and not saved["finished"]  # every rank's random generators
+    prefix = f"{SCRIPT}: stopped by SIGINT at global_step {saved['global_step']}; saved in runs/{run_dir.name}/checkpoint.pt"
+    assert lines[1].startswith(prefix + "; go on with: "), lines[1]
+    command = shlex.split(lines[1].split("go on with: ")[1])
+    assert command[:5] == [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2"]
+    assert command[5:] == [str(SCRIPTS / SCRIPT), "--resume", f"runs/{run_dir.name}"]
+    assert list((tmp_path / "cwd").iterdir()) == [tmp_path / "cwd" / "runs"]  # only rank 0 wrote, in its run folder
+
+    # one process cannot go on with two processes' random generators: refused before anything is made
+    total = saved["global_step"] + 256
+    result = run_script(SCRIPT, "--resume", f"runs/{run_dir.name}", "--total-timesteps", total, cwd=tmp_path / "cwd")
+    assert result.returncode == 2 and result.stderr.strip().splitlines() == [
+        f"{SCRIPT}: the checkpoint holds the random generators of 2 process(es), this run has 1: resume it with "
+        "torchrun --nproc-per-node 2"
+    ], result.stderr
+    # the printed command's arguments, through this file's launcher (which keeps everything on 127.0.0.1)
+    returncode, stdout, stderr = torchrun(tmp_path, 2, *command[5:], "--total-timesteps", total)
+    assert returncode == 0, f"stdout:\n{stdout[-3000:]}\nstderr:\n{stderr[-3000:]}"
+    assert only_run_dir(tmp_path / "cwd") == run_dir and len(list(run_dir.glob("events.out.tfevents.*"))) == 2
+    assert read(str(run_dir / "checkpoint.pt"), SCRIPT)["finished"]
+    for tag in LOSS_TAGS + ["charts/SPS"]:  # every iteration once, the stopped one included
+        assert list(read_scalars(str(run_dir), tag)[0]) == list(range(128, total + 1, 128)), tag
