@@ -13,11 +13,10 @@ import os
 import random
 import re
 import shutil
-import signal
 import sys
 import time
 from collections import deque
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Literal
 
@@ -114,7 +113,7 @@ class Args:
     """the positional encoding of the cached states: sinusoids, learned, or none ("" is none too)"""
     reconstruction_coef: float = 0.0
     """the coefficient of the observation reconstruction loss (image observations); 0: not used"""
-    checkpoint_every: int = 100
+    checkpoint_every: int = 2
     """write runs/{run_name}/checkpoint.pt every this many iterations (num_envs x num_steps steps) and at Ctrl-C; 0: never"""
     resume: str | None = None
     """continue the run saved in this run folder (or its checkpoint.pt), with its flags; flags given here override them"""
@@ -268,11 +267,16 @@ class Agent(nn.Module):
         dim = args.trxl_dim
         if len(obs_shape) == 3:  # 84x84 RGB images: the Nature-DQN encoder
             self.encoder = nn.Sequential(
-                layer_init(nn.Conv2d(3, 32, 8, stride=4)), nn.ReLU(),
-                layer_init(nn.Conv2d(32, 64, 4, stride=2)), nn.ReLU(),
-                layer_init(nn.Conv2d(64, 64, 3, stride=1)), nn.ReLU(),
-                nn.Flatten(), layer_init(nn.Linear(64 * 7 * 7, dim)), nn.ReLU(),
-            )  # fmt: skip
+                layer_init(nn.Conv2d(3, 32, 8, stride=4)),
+                nn.ReLU(),
+                layer_init(nn.Conv2d(32, 64, 4, stride=2)),
+                nn.ReLU(),
+                layer_init(nn.Conv2d(64, 64, 3, stride=1)),
+                nn.ReLU(),
+                nn.Flatten(),
+                layer_init(nn.Linear(64 * 7 * 7, dim)),
+                nn.ReLU(),
+            )
         else:
             self.encoder = layer_init(nn.Linear(obs_shape[0], dim))
         self.transformer = TransformerXL(
@@ -283,11 +287,16 @@ class Agent(nn.Module):
         self.critic = layer_init(nn.Linear(dim, 1), 1)
         if args.reconstruction_coef > 0:  # decodes the hidden state back to the observation, an auxiliary loss
             self.transposed_cnn = nn.Sequential(
-                layer_init(nn.Linear(dim, 64 * 7 * 7)), nn.ReLU(), nn.Unflatten(1, (64, 7, 7)),
-                layer_init(nn.ConvTranspose2d(64, 64, 3, stride=1)), nn.ReLU(),
-                layer_init(nn.ConvTranspose2d(64, 32, 4, stride=2)), nn.ReLU(),
-                layer_init(nn.ConvTranspose2d(32, 3, 8, stride=4)), nn.Sigmoid(),
-            )  # fmt: skip
+                layer_init(nn.Linear(dim, 64 * 7 * 7)),
+                nn.ReLU(),
+                nn.Unflatten(1, (64, 7, 7)),
+                layer_init(nn.ConvTranspose2d(64, 64, 3, stride=1)),
+                nn.ReLU(),
+                layer_init(nn.ConvTranspose2d(64, 32, 4, stride=2)),
+                nn.ReLU(),
+                layer_init(nn.ConvTranspose2d(32, 3, 8, stride=4)),
+                nn.Sigmoid(),
+            )
 
     def get_hidden(self, x, memory, mask, indices):
         x = self.encoder(x.permute(0, 3, 1, 2) / 255.0 if x.dim() == 4 else x)
@@ -324,27 +333,41 @@ def compute_gae(rewards, values, dones, terminations, final_values, next_value, 
 def validation_error(args, env):
     """The first reason this command line cannot run on `env`, as one line, or None."""
     batch_size, minibatches = args.num_envs * args.num_steps, max(args.num_minibatches, 1)  # 1 if 0: all rows are evaluated
-    sizes = "num_envs num_steps num_minibatches update_epochs trxl_num_layers trxl_num_heads trxl_dim trxl_memory_length"
+    sizes = "total_timesteps num_envs num_steps num_minibatches update_epochs"
+    sizes += " trxl_num_layers trxl_num_heads trxl_dim trxl_memory_length"
     obs_space, image = env.observation_space, env.observation_space.shape == (84, 84, 3)
     checks = [
-        (not isinstance(env.action_space, (gym.spaces.Discrete, gym.spaces.MultiDiscrete)), f"{args.env_id} has "
-         f"{env.action_space} actions; {SCRIPT} supports Discrete and MultiDiscrete ones"),
-        (not isinstance(obs_space, gym.spaces.Box) or not (len(obs_space.shape) == 1 or image and obs_space.dtype == np.uint8),
-         f"{args.env_id} has {obs_space} observations; {SCRIPT} supports 1-D Box ones and 84x84 RGB uint8 images"),
+        (
+            not isinstance(env.action_space, (gym.spaces.Discrete, gym.spaces.MultiDiscrete)),
+            f"{args.env_id} has {env.action_space} actions; {SCRIPT} supports Discrete and MultiDiscrete ones",
+        ),
+        (
+            not isinstance(obs_space, gym.spaces.Box)
+            or not (len(obs_space.shape) == 1 or image and obs_space.dtype == np.uint8),
+            f"{args.env_id} has {obs_space} observations; {SCRIPT} supports 1-D Box ones and 84x84 RGB uint8 images",
+        ),
         (min(getattr(args, k) for k in sizes.split()) < 1, f"--{sizes.replace(' ', ', --')} must be >= 1".replace("_", "-")),
         (args.trxl_dim % max(args.trxl_num_heads, 1), "--trxl-dim must split into --trxl-num-heads heads of equal size"),
-        (batch_size % minibatches != 0, f"the batch of {batch_size} steps (--num-envs {args.num_envs} x --num-steps "
-         f"{args.num_steps}) does not split into --num-minibatches {minibatches}; pick a divisor of {batch_size}"),
-        (args.norm_adv and batch_size // minibatches < 2,
-         "minibatches of 1 step cannot normalise advantages; use fewer --num-minibatches or --no-norm-adv"),
+        (
+            batch_size % minibatches != 0,
+            f"the batch of {batch_size} steps (--num-envs {args.num_envs} x --num-steps "
+            f"{args.num_steps}) does not split into --num-minibatches {minibatches}; pick a divisor of {batch_size}",
+        ),
+        (
+            args.norm_adv and batch_size // minibatches < 2,
+            "minibatches of 1 step cannot normalise advantages; use fewer --num-minibatches or --no-norm-adv",
+        ),
         (not (0 <= args.gamma <= 1 and 0 <= args.gae_lambda <= 1), "--gamma and --gae-lambda must be in [0, 1]"),
         (not (0 < args.init_lr < 1e30 and 0 <= args.final_lr < 1e30), "--init-lr must be positive and --final-lr at least 0"),
         (args.reconstruction_coef > 0 and not image, f"--reconstruction-coef needs image observations, not {obs_space}"),
         (not 0 <= args.seed < 2**32, f"--seed must be in [0, 2**32 - 1], got {args.seed}"),
-        (not re.fullmatch(r"[\w.-]{1,150}", args.exp_name) or "__" in args.exp_name,
-         f"--exp-name {args.exp_name!r} must be a folder name: up to 150 letters, digits, '.', '-' and single '_'"),
+        (
+            not re.fullmatch(r"[\w.-]{1,150}", args.exp_name) or "__" in args.exp_name,
+            f"--exp-name {args.exp_name!r} must be a folder name: up to 150 letters, digits, '.', '-' and single '_'",
+        ),
         (args.capture_video and not importlib.util.find_spec("moviepy"), "--capture-video needs moviepy: pip install moviepy"),
-    ]  # fmt: skip
+        (args.capture_video and "rgb_array" not in env.metadata.get("render_modes", ()), f"{args.env_id} renders no video"),
+    ]
     return next((message for failed, message in checks if failed), None)
 
 
@@ -385,59 +408,61 @@ def evaluate(model_path, eval_episodes, run_name, device, capture_video=False):
 
 if __name__ == "__main__":
     args = tyro.cli(Args)
-    if args.resume:  # the saved run's flags, with those given now on top
-        path = f"{args.resume}/checkpoint.pt" if os.path.isdir(args.resume) else args.resume
-        try:
-            checkpoint = torch.load(path, map_location="cpu", weights_only=False)  # our own file, with NumPy's random state
-            args = tyro.cli(Args, default=Args(**checkpoint["args"]))
-        except Exception as e:
-            exit_if(f"cannot resume from {path} (a run folder of {SCRIPT} or its checkpoint.pt): {e}")
-        fixed = ["env_id", "trxl_num_layers", "trxl_num_heads", "trxl_dim", "trxl_positional_encoding", "reconstruction_coef"]
-        changed = [k for k in fixed if getattr(args, k) != checkpoint["args"][k] and (k != "reconstruction_coef" or
-                   (args.reconstruction_coef > 0) != (checkpoint["args"][k] > 0))]  # a coefficient may change; not 0 <-> > 0
-        exit_if(changed and f"--{changed[0].replace('_', '-')} cannot change on --resume: the saved networks fit "
-                f"{checkpoint['args'][changed[0]]!r}")
-        exit_if(os.path.realpath(path) != os.path.realpath(f"runs/{checkpoint['run_name']}/checkpoint.pt") and f"resume "
-                f"runs/{checkpoint['run_name']} from the folder that holds it, where the run goes on ({path} is elsewhere)")
+    ckpt = None  # checkpoints, --resume and clean stops: cleanrl_utils/checkpoint.py, imported only when asked for
+    if (args.checkpoint_every or args.resume) and importlib.util.find_spec("cleanrl_utils"):
+        # --resume: the saved flags; the saved networks fit these (the reconstruction decoder's presence is checked on load)
+        fixed = ("env_id", "trxl_num_layers", "trxl_num_heads", "trxl_dim", "trxl_positional_encoding")
+        ckpt = importlib.import_module("cleanrl_utils.checkpoint").Checkpoint(SCRIPT, args, fixed=fixed)
+    elif args.resume:
+        exit_if("--resume needs cleanrl_utils (pip install -e . in a cleanrl clone)")
+    elif args.checkpoint_every:  # a script copied alone trains without them
+        print(f"{SCRIPT}: checkpoints are off: they need cleanrl_utils (pip install -e . in a cleanrl clone)")
     os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # rgb_array rendering needs no display (and SDL then stays quiet)
-    exit_if(MEMORY_GYM.fullmatch(args.env_id) and not importlib.util.find_spec("memory_gym") and f"{args.env_id} is a "
-            "Memory Gym task, and memory-gym 1.0.2 pins gymnasium==0.29.0 and pygame==2.4.0, so it does not install beside "
-            "Gymnasium 1.x; `pip install --no-deps memory-gym==1.0.2` runs it, or try --env-id ProofofMemory-v0")
+    if MEMORY_GYM.fullmatch(args.env_id) and not importlib.util.find_spec("memory_gym"):
+        exit_if(
+            f"{args.env_id} is a Memory Gym task, and memory-gym 1.0.2 pins gymnasium==0.29.0 and pygame==2.4.0, so it "
+            "does not install beside Gymnasium 1.x; `pip install --no-deps memory-gym==1.0.2` runs it, or try --env-id "
+            "ProofofMemory-v0"
+        )
     try:  # unknown ids, missing modules or extras all mean this env cannot be made
         env = make_one(args.env_id)
     except Exception as e:
         exit_if(f"cannot make {args.env_id!r}: {e}")
     exit_if(validation_error(args, env))
-    exit_if((not os.access(".", os.W_OK) or shutil.disk_usage(".").free < 2**26) and f"cannot write runs/ in {os.getcwd()}")
+    if not os.access(".", os.W_OK) or shutil.disk_usage(".").free < 2**26:
+        exit_if(f"cannot write runs/ in {os.getcwd()}")
     if args.upload_model:  # the Hub upload is shared plumbing, in cleanrl_utils/huggingface.py
-        hub = importlib.util.find_spec("cleanrl_utils") and importlib.import_module("cleanrl_utils.huggingface")
+        hub = importlib.import_module("cleanrl_utils.huggingface") if importlib.util.find_spec("cleanrl_utils") else None
         exit_if(hub.upload_error(args) if hub else "--upload-model needs cleanrl_utils (pip install -e . in a cleanrl clone)")
     args.batch_size = int(args.num_envs * args.num_steps)
     args.minibatch_size = int(args.batch_size // args.num_minibatches)
     args.num_iterations = args.total_timesteps // args.batch_size  # rounded down to whole batches
     max_episode_steps = env.spec.max_episode_steps
     args.trxl_memory_length = min(args.trxl_memory_length, max_episode_steps)  # a longer window would see nothing more
-    exit_if(args.resume and checkpoint["iteration"] >= args.num_iterations and "nothing left: give more --total-timesteps")
     if args.num_iterations == 0:
         print(f"{SCRIPT}: warning: the run ends before its first gradient step (--total-timesteps below one batch)")
-    run_time = int(time.time())
+    run_time = int(time.time())  # a run that started in the same second owns that name; a resumed run keeps its own
     while os.path.exists(f"runs/{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"):
-        run_time += 1  # a run that started in the same second owns that name
-    run_name = f"{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"
-    run_name = checkpoint["run_name"] if args.resume else run_name  # a resumed run goes on in its folder and log
+        run_time += 1
+    run_name = ckpt.run_name if args.resume else f"{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"
     if args.track:
         import wandb
 
         try:  # with no API key, W&B would wait at a login prompt
             if wandb.setup().settings.mode in ("online", "run", "shared") and not wandb.login(prompt=False):
                 raise RuntimeError("no API key")
-            wandb.init(project=args.wandb_project_name, entity=args.wandb_entity, name=run_name, config=vars(args),
-                       sync_tensorboard=True, save_code=True, id=checkpoint["wandb_id"] if args.resume else None,
-                       resume="allow")  # fmt: skip
+            wandb.init(
+                project=args.wandb_project_name,
+                entity=args.wandb_entity,
+                name=run_name,
+                config=vars(args),
+                sync_tensorboard=True,
+                save_code=True,
+            )
         except Exception as e:  # not logged in, no network, unknown entity: stop before anything is written
             reason = (str(e).splitlines() or [type(e).__name__])[0]
             exit_if(f"--track could not start a W&B run ({reason}); run `wandb login` or set WANDB_MODE=offline")
-    writer = SummaryWriter(f"runs/{run_name}", purge_step=args.resume and checkpoint["global_step"] + 1)  # drops later steps
+    writer = SummaryWriter(f"runs/{run_name}")
     writer.add_text("hyperparameters", "|param|value|\n|-|-|\n" + "\n".join(f"|{k}|{v}|" for k, v in vars(args).items()))
     uploaded_videos = set()  # W&B gets each finished video once (RecordVideo has no W&B hook)
     random.seed(args.seed)
@@ -462,25 +487,15 @@ if __name__ == "__main__":
     memory = torch.zeros((args.num_envs, max_episode_steps + 1, args.trxl_num_layers, args.trxl_dim)).to(device)
     env_ids = torch.arange(args.num_envs, device=device)
 
-    global_step, start, recent_returns = 0, 1, deque(maxlen=20)
-    if args.resume:  # weights, optimizer, counters and random generators as saved; the envs start new episodes
-        agent.load_state_dict(checkpoint["agent"])
-        optimizer.load_state_dict(checkpoint["optimizer"])
-        global_step, start, rng = checkpoint["global_step"], checkpoint["iteration"] + 1, checkpoint["rng"]
-        for set_state, state in zip((np.random.set_state, torch.set_rng_state, torch.cuda.set_rng_state_all), rng):
-            set_state(state)
-    stop, training = [], True
-    def on_signal(signum, frame):  # the first Ctrl-C or SIGTERM in training ends the run after the step under way, so
-        if training and not stop:  # that its checkpoint is whole; a second one, or one after training, at once
-            return stop.append(signum)
-        print(f"{SCRIPT}: stopped at once by {signal.Signals(signum).name}; files written before stay", file=sys.stderr)
-        sys.exit(128 + signum)
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, on_signal)
+    global_step, recent_returns = 0, deque(maxlen=20)
+    if ckpt:  # a checkpoint holds these and every random generator; --resume loads them back here
+        ckpt.start(writer, envs, globals(), "agent optimizer global_step")
     start_time, start_step, last_print = time.time(), global_step, time.time()
+    # a resumed run starts new episodes, and with them an empty episodic memory
     next_obs = torch.as_tensor(envs.reset(seed=args.seed + global_step)[0], dtype=obs.dtype, device=device)
     episode_step = torch.zeros(args.num_envs, dtype=torch.long, device=device)
-    for iteration in range(start, args.num_iterations + 1):
+    # ---- ALGO LOGIC: the training loop (TrXL-memory rollout, GAE, clipped-surrogate update); the set-up ends here ----
+    for iteration in range(global_step // args.batch_size + 1, args.num_iterations + 1):
         frac = max(1.0 - global_step / args.anneal_steps, 0.0) if args.anneal_steps > 0 else 0.0
         lr = args.final_lr + frac * (args.init_lr - args.final_lr)
         optimizer.param_groups[0]["lr"] = lr
@@ -623,25 +638,20 @@ if __name__ == "__main__":
             last_print = time.time()
             recent = f"{np.mean(recent_returns):.2f}" if recent_returns else "n/a"
             left = (args.num_iterations - iteration) * args.batch_size / max(sps, 1)  # seconds, at the current speed
-            print(f"global_step={global_step}, {global_step / args.total_timesteps:.1%} of {args.total_timesteps}, "
-                  f"episodic_return(last {len(recent_returns)})={recent}, SPS={sps}, "
-                  f"{left // 3600:.0f}:{time.strftime('%M:%S', time.gmtime(left))} left", flush=True)  # fmt: skip
+            print(
+                f"global_step={global_step}, {global_step / args.total_timesteps:.1%} of {args.total_timesteps}, "
+                f"episodic_return(last {len(recent_returns)})={recent}, SPS={sps}, "
+                f"{left // 3600:.0f}:{time.strftime('%M:%S', time.gmtime(left))} left",
+                flush=True,
+            )
         for path in sorted(set(glob.glob(f"videos/{run_name}/*.mp4")) - uploaded_videos) if args.track else []:
             uploaded_videos.add(path)
             wandb.log({"videos": wandb.Video(path, format="mp4")})
-        if args.checkpoint_every and (stop or iteration % args.checkpoint_every == 0 or iteration == args.num_iterations):
-            writer.flush()  # the log on disk reaches the checkpoint: a killed run loses only the steps after it
-            rng = (np.random.get_state(), torch.get_rng_state(), torch.cuda.get_rng_state_all())
-            torch.save({"args": asdict(args), "run_name": run_name, "wandb_id": wandb.run.id if args.track else None,
-                        "agent": agent.state_dict(), "optimizer": optimizer.state_dict(), "global_step": global_step,
-                        "iteration": iteration, "rng": rng}, f"runs/{run_name}/checkpoint.tmp")  # fmt: skip
-            os.replace(f"runs/{run_name}/checkpoint.tmp", f"runs/{run_name}/checkpoint.pt")  # whole, or the last one stays
-        if stop:
-            break
-    training = False  # from here a signal stops the run at once; a saved model stays
+        if ckpt:  # at its cadence, at the end, and after Ctrl-C or SIGTERM, which then ends the run here
+            ckpt.step(iteration, last=iteration == args.num_iterations)
     envs.close()  # RecordVideo writes the video of an episode still running when it closes
 
-    if args.save_model and not stop:
+    if args.save_model:
         model_path = f"runs/{run_name}/{args.exp_name}.cleanrl_model"
         torch.save({"model": agent.state_dict(), "args": vars(args)}, model_path)
         print(f"model saved to {model_path}")
@@ -655,9 +665,5 @@ if __name__ == "__main__":
         for path in sorted(set(glob.glob(f"videos/{run_name}*/*.mp4")) - uploaded_videos):
             wandb.log({"videos": wandb.Video(path, format="mp4")})
         wandb.finish()
-    if stop:  # one line: what was kept and how to go on
-        kept = f"saved; go on with: python {sys.argv[0]} --resume runs/{run_name}" if args.checkpoint_every else "not saved"
-        print(f"{SCRIPT}: stopped by {signal.Signals(stop[0]).name} at global_step {global_step}; {kept}", file=sys.stderr)
-        sys.exit(128 + stop[0])
     if args.upload_model:  # last, so that a failed upload leaves every local result written
         hub.push_to_hub(args, run_name, episodic_returns, __file__, "PPO-TrXL", "PPO with Transformer-XL memory")

@@ -15,6 +15,7 @@ from budgets import VARIANT_TINY
 from cleanrl_utils.report import read_scalars
 from conftest import (
     PPO_TAGS,
+    check_checkpoint_and_resume,
     check_ok,
     check_refused,
     check_warns_and_runs,
@@ -169,15 +170,14 @@ def test_the_update_sees_each_step_as_the_rollout_did(encoding, workdir):
     assert 16 in lengths and min(lengths) < 16  # truncated and terminated episodes both happened
 
 
-def test_default_flags_log_each_tag_once_per_iteration(workdir):
-    result = run_script(SCRIPT, *TINY, cwd=workdir)
-    check_ok(result)
-    run_dir = only_run_dir(workdir)
+def test_default_flags_log_each_tag_once_per_iteration_then_a_checkpoint_and_resume(workdir):
+    # two iterations with a checkpoint after each, then two more from the last one with --resume (new episodes, an
+    # empty episodic memory)
+    run_dir = check_checkpoint_and_resume(SCRIPT, TINY, 1, workdir)
     for tag in TAGS:
-        assert len(read_scalars(str(run_dir), tag)[0]) == 2, tag
+        assert list(read_scalars(str(run_dir), tag)[0]) == [128, 256, 384, 512], tag  # one point per iteration, once
     assert len(read_scalars(str(run_dir), "losses/reconstruction_loss")[0]) == 0  # off by default
     assert not (workdir / "videos").exists()
-    assert (run_dir / "checkpoint.pt").exists()  # written at the end of training too (--checkpoint-every 100)
 
 
 def test_copied_file_records_saves_evaluates_and_tracks(tmp_path):
@@ -185,10 +185,10 @@ def test_copied_file_records_saves_evaluates_and_tracks(tmp_path):
     assert checkpoint["args"]["trxl_memory_length"] == 8
 
 
-def test_minigrid_images_with_the_reconstruction_loss(workdir):
+def test_minigrid_images_with_the_reconstruction_loss(workdir, fork_script):
     flags = ["--env-id", "MiniGrid-MemoryS9-v0", "--total-timesteps", 128, "--num-envs", 2, "--num-steps", 32,
              "--num-minibatches", 2, "--update-epochs", 1, "--trxl-num-layers", 1, "--trxl-dim", 32,
-             "--trxl-memory-length", 8, "--reconstruction-coef", 0.1, "--save-model"]  # fmt: skip
+             "--trxl-memory-length", 8, "--reconstruction-coef", 0.1, "--save-model", "--checkpoint-every", 1]  # fmt: skip
     result = run_script(SCRIPT, *flags, cwd=workdir)
     check_ok(result)
     run_dir = only_run_dir(workdir)
@@ -203,6 +203,13 @@ def test_minigrid_images_with_the_reconstruction_loss(workdir):
     result = subprocess.run(command, cwd=workdir, env=script_env(), capture_output=True, text=True, timeout=300)
     check_ok(result)
     assert "ppo_trxl on MiniGrid-MemoryS9-v0" in result.stdout and "over 2 episodes" in result.stdout
+    # a resume without the reconstruction loss has no decoder for the saved one: refused as the checkpoint is loaded
+    before = sorted(p.name for p in run_dir.iterdir())
+    flags = ["--resume", run_dir, "--total-timesteps", 256, "--reconstruction-coef", 0]
+    result = fork_script(SCRIPT, *flags, cwd=workdir)
+    assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert result.stderr.startswith(f"{SCRIPT}: the saved agent does not fit the flags given now"), result.stderr
+    assert sorted(p.name for p in run_dir.iterdir()) == before  # nothing written into the run
 
 
 @pytest.fixture(scope="module")
@@ -241,6 +248,7 @@ CASES = [
     (["--env-id", "ProofofMemory-v0", "--trxl-memory-length", 0], "--trxl-memory-length must be >= 1"),
     (["--env-id", "ProofofMemory-v0", "--num-envs", 3, "--num-steps", 5], "does not split into --num-minibatches 8"),
     (["--env-id", "ProofofMemory-v0", "--init-lr", 0], "--init-lr must be positive"),
+    (["--env-id", "ProofofMemory-v0", "--total-timesteps", -5], "--total-timesteps, --num-envs, --num-steps, "),
     (["--env-id", "ProofofMemory-v0", "--trxl-positional-encoding", "rotary"], ""),  # tyro: not one of the choices
 ]
 
@@ -255,13 +263,14 @@ def test_bad_input_exits_2_with_one_line_and_creates_nothing(flags, message, wor
 
 
 def test_resume_refuses_flags_the_saved_networks_do_not_fit(workdir, fork_script):
-    check_ok(run_script(SCRIPT, *TINY, cwd=workdir))  # a checkpoint at its end
+    check_ok(run_script(SCRIPT, *TINY, "--checkpoint-every", 100, cwd=workdir))  # a checkpoint at its end
     run_dir = only_run_dir(workdir)
     before = sorted(p.name for p in run_dir.iterdir())
     for flags, message in [
-        (["--trxl-dim", 16], "--trxl-dim cannot change on --resume: the saved networks fit 32"),
-        (["--trxl-positional-encoding", "learned"], "--trxl-positional-encoding cannot change on --resume"),
+        (["--trxl-dim", 16], "--trxl-dim cannot change on --resume (the run has 32): the saved networks fit it"),
+        (["--trxl-positional-encoding", "none"], "--trxl-positional-encoding cannot change on --resume"),  # no weights
         (["--trxl-num-layers", 2], "--trxl-num-layers cannot change on --resume"),
+        (["--trxl-num-heads", 4], "--trxl-num-heads cannot change on --resume"),
     ]:
         result = fork_script(SCRIPT, "--resume", run_dir, "--total-timesteps", 512, *flags, cwd=workdir)
         assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1, result.stderr
