@@ -85,6 +85,12 @@ class Args:
     """timestep to start learning"""
     train_frequency: int = 4
     """the frequency of training (env steps per gradient step)"""
+    checkpoint_every: int = 100000
+    """write runs/{run_name}/checkpoint.pt every this many env steps, at the end and at Ctrl-C; 0: never"""
+    checkpoint_memory: bool = True
+    """whether checkpoints hold the replay memory (without it, a resumed run refills it before learning again)"""
+    resume: str | None = None
+    """continue the run saved in this run folder (or its checkpoint.pt), with its flags; flags given here override them"""
 
 
 def make_env(env_id, num_envs, capture_video, run_name):
@@ -209,24 +215,34 @@ def steps_crossed(previous_step, step, every):  # how many of the steps previous
 
 def validation_error(args, env):  # the first reason this command line cannot run on `env`, as one line, or None
     memory = args.buffer_size * SLOT_BYTES
-    sizes = ("num_envs", "buffer_size", "batch_size", "train_frequency", "target_network_frequency")
+    sizes = ("total_timesteps", "num_envs", "buffer_size", "batch_size", "train_frequency", "target_network_frequency")
     checks = [
-        (not isinstance(env.unwrapped, ale_py.AtariEnv),
-         f"{args.env_id} is not an ale-py Atari game; {SCRIPT} needs one, e.g. BreakoutNoFrameskip-v4 or ALE/Breakout-v5"),
+        (
+            not isinstance(env.unwrapped, ale_py.AtariEnv),
+            f"{args.env_id} is not an ale-py Atari game; {SCRIPT} needs one, e.g. BreakoutNoFrameskip-v4 or ALE/Breakout-v5",
+        ),
         (min(getattr(args, k) for k in sizes) < 1, f"--{', --'.join(k.replace('_', '-') for k in sizes)} must be at least 1"),
         (args.n_atoms < 2 or not args.v_min < args.v_max, "--n-atoms must be at least 2 and --v-min below --v-max"),
         (args.buffer_size < 10 * args.num_envs, f"--buffer-size {args.buffer_size} leaves a sub-env fewer than 10 frames"),
-        (memory > os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"),
-         f"the replay buffer needs {memory / 2**30:.1f} GiB, more than this machine's memory; lower --buffer-size"),
-        (not all(0 <= getattr(args, k) <= 1 for k in ("gamma", "start_e", "end_e", "exploration_fraction")),
-         "--gamma, --start-e, --end-e and --exploration-fraction must be in [0, 1]"),
-        (not 0 < args.learning_rate < 3.4e37,  # above, Adam's first step (lr / 0.1) overflows float32
-         f"--learning-rate must be positive and finite in float32, got {args.learning_rate}"),
+        (
+            memory > os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"),
+            f"the replay buffer needs {memory / 2**30:.1f} GiB, more than this machine's memory; lower --buffer-size",
+        ),
+        (
+            not all(0 <= getattr(args, k) <= 1 for k in ("gamma", "start_e", "end_e", "exploration_fraction")),
+            "--gamma, --start-e, --end-e and --exploration-fraction must be in [0, 1]",
+        ),
+        (
+            not 0 < args.learning_rate < 3.4e37,  # above, Adam's first step (lr / 0.1) overflows float32
+            f"--learning-rate must be positive and finite in float32, got {args.learning_rate}",
+        ),
         (not 0 <= args.seed < 2**32, f"--seed must be in [0, 2**32 - 1], got {args.seed}"),
-        (not re.fullmatch(r"[\w.-]{1,150}", args.exp_name) or "__" in args.exp_name,
-         f"--exp-name {args.exp_name!r} must be a folder name: up to 150 letters, digits, '.', '-' and single '_'"),
+        (
+            not re.fullmatch(r"[\w.-]{1,150}", args.exp_name) or "__" in args.exp_name,
+            f"--exp-name {args.exp_name!r} must be a folder name: up to 150 letters, digits, '.', '-' and single '_'",
+        ),
         (args.capture_video and not importlib.util.find_spec("moviepy"), "--capture-video needs moviepy: pip install moviepy"),
-    ]  # fmt: skip
+    ]
     return next((message for failed, message in checks if failed), None)
 
 
@@ -258,37 +274,51 @@ def evaluate(model_path, eval_episodes, run_name, epsilon=0.05, capture_video=Fa
 
 if __name__ == "__main__":
     args = tyro.cli(Args)
+    ckpt = None  # checkpoints, --resume and clean stops: cleanrl_utils/checkpoint.py, imported only when asked for
+    if (args.checkpoint_every or args.resume) and importlib.util.find_spec("cleanrl_utils"):
+        # --resume: the saved flags; the saved networks fit the env and the number of atoms
+        ckpt = importlib.import_module("cleanrl_utils.checkpoint").Checkpoint(SCRIPT, args, fixed=("env_id", "n_atoms"))
+    elif args.resume:
+        exit_if("--resume needs cleanrl_utils (pip install -e . in a cleanrl clone)")
+    elif args.checkpoint_every:  # a script copied alone trains without them
+        print(f"{SCRIPT}: checkpoints are off: they need cleanrl_utils (pip install -e . in a cleanrl clone)")
     try:  # unknown ids, missing modules or extras all mean this env cannot be made
         env = gym.make(args.env_id)
     except Exception as e:
         exit_if(f"cannot make {args.env_id!r}: {e}")
     exit_if(validation_error(args, env))
-    exit_if((not os.access(".", os.W_OK) or shutil.disk_usage(".").free < 2**26) and f"cannot write runs/ in {os.getcwd()}")
+    if not os.access(".", os.W_OK) or shutil.disk_usage(".").free < 2**26:
+        exit_if(f"cannot write runs/ in {os.getcwd()}")
     if args.upload_model:  # the Hub upload is shared plumbing, in cleanrl_utils/huggingface.py
-        hub = importlib.util.find_spec("cleanrl_utils") and importlib.import_module("cleanrl_utils.huggingface")
+        hub = importlib.import_module("cleanrl_utils.huggingface") if importlib.util.find_spec("cleanrl_utils") else None
         exit_if(hub.upload_error(args) if hub else "--upload-model needs cleanrl_utils (pip install -e . in a cleanrl clone)")
     num_iterations = args.total_timesteps // args.num_envs  # whole vector steps: rounds down
     if num_iterations * args.num_envs // args.train_frequency <= args.learning_starts // args.train_frequency:
         print(f"{SCRIPT}: warning: the run ends before its first gradient step (--learning-starts {args.learning_starts})")
-    run_time = int(time.time())
+    run_time = int(time.time())  # a run that started in the same second owns that name; a resumed run keeps its own
     while os.path.exists(f"runs/{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"):
-        run_time += 1  # a run that started in the same second owns that name
-    run_name = f"{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"
+        run_time += 1
+    run_name = ckpt.run_name if args.resume else f"{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"
     if args.track:
         import wandb
 
         try:  # with no API key, W&B would wait at a login prompt
             if wandb.setup().settings.mode in ("online", "run", "shared") and not wandb.login(prompt=False):
                 raise RuntimeError("no API key")
-            wandb.init(project=args.wandb_project_name, entity=args.wandb_entity, name=run_name, config=vars(args),
-                       sync_tensorboard=True, save_code=True)  # fmt: skip
+            wandb.init(
+                project=args.wandb_project_name,
+                entity=args.wandb_entity,
+                name=run_name,
+                config=vars(args),
+                sync_tensorboard=True,
+                save_code=True,
+            )
         except Exception as e:  # not logged in, no network, unknown entity: stop before anything is written
             reason = (str(e).splitlines() or [type(e).__name__])[0]
             exit_if(f"--track could not start a W&B run ({reason}); run `wandb login` or set WANDB_MODE=offline")
     writer = SummaryWriter(f"runs/{run_name}")
     writer.add_text("hyperparameters", "|param|value|\n|-|-|\n" + "\n".join(f"|{k}|{v}|" for k, v in vars(args).items()))
     uploaded_videos = set()  # W&B gets each finished video once (RecordVideo has no W&B hook)
-
     random.seed(args.seed)
     np.random.seed(args.seed)
     q_key = jax.random.split(jax.random.PRNGKey(args.seed))[1]
@@ -312,15 +342,21 @@ if __name__ == "__main__":
 
         (loss, old_pmfs), grads = jax.value_and_grad(cross_entropy, has_aux=True)(q_state.params)
         return q_state.apply_gradients(grads=grads), loss, (old_pmfs * q_network.atoms).sum(1).mean()
+
     rb = ReplayBuffer(args.buffer_size, args.num_envs, (84, 84), 4)
     frames, ale = rb.capacity * args.num_envs, envs.envs[0].unwrapped.ale
-    print(f"{args.env_id}: frame skip 4, sticky-action probability {ale.getFloat('repeat_action_probability'):g}; "
-          f"replay buffer: {frames} frames x {SLOT_BYTES} B = {frames * SLOT_BYTES / 2**30:.2f} GiB when full")  # fmt: skip
+    print(
+        f"{args.env_id}: frame skip 4, sticky-action probability {ale.getFloat('repeat_action_probability'):g}; "
+        f"replay buffer: {frames} frames x {SLOT_BYTES} B = {frames * SLOT_BYTES / 2**30:.2f} GiB when full"
+    )
     global_step, num_updates, recent_returns = 0, 0, deque(maxlen=20)
-    start_time = last_print = time.time()
-    obs, _ = envs.reset(seed=args.seed)
-    rb.start(obs)
-    for iteration in range(num_iterations):
+    if ckpt:  # a checkpoint holds these and every random generator; --resume loads them back here
+        ckpt.start(writer, envs, globals(), "q_state rb global_step num_updates")
+    start_time, start_step, last_print = time.time(), global_step, time.time()
+    obs, _ = envs.reset(seed=args.seed + global_step)  # a resumed run starts new episodes
+    rb.start(obs)  # resumed: after the saved episodes' last frames, which no new stack reaches back to
+    # ---- ALGO LOGIC: the training loop (ε-greedy acting, replay, categorical TD updates); the set-up ends here ----
+    for iteration in range(global_step // args.num_envs, num_iterations):
         epsilon = epsilon_schedule(args.start_e, args.end_e, args.exploration_fraction * args.total_timesteps, global_step)
         # ε-greedy per sub-env; the network is only asked when some sub-env acts greedily
         explore = np.random.random(args.num_envs) < epsilon
@@ -356,7 +392,7 @@ if __name__ == "__main__":
                     writer.add_scalar("losses/loss", float(loss), global_step)
                     writer.add_scalar("losses/q_values", float(q_mean), global_step)
                     writer.add_scalar("charts/epsilon", epsilon, global_step)
-                    writer.add_scalar("charts/SPS", int(global_step / (time.time() - start_time)), global_step)
+                    writer.add_scalar("charts/SPS", int((global_step - start_step) / (time.time() - start_time)), global_step)
 
             if steps_crossed(previous_step, global_step, args.target_network_frequency) > 0:  # owed copies are one copy
                 q_state = q_state.replace(target_params=q_state.params)
@@ -364,21 +400,26 @@ if __name__ == "__main__":
         if time.time() - last_print > 10 or iteration == num_iterations - 1:
             last_print = time.time()
             recent = f"{np.mean(recent_returns):.2f}" if recent_returns else "n/a"
-            sps = int(global_step / (time.time() - start_time))
+            sps = int((global_step - start_step) / (time.time() - start_time))
             left = (num_iterations - 1 - iteration) * args.num_envs / max(sps, 1)  # seconds, at the current speed
-            print(f"global_step={global_step}, {global_step / args.total_timesteps:.1%} of {args.total_timesteps}, "
-                  f"episodic_return(last {len(recent_returns)})={recent}, SPS={sps}, "
-                  f"{left // 3600:.0f}:{time.strftime('%M:%S', time.gmtime(left))} left", flush=True)  # fmt: skip
+            print(
+                f"global_step={global_step}, {global_step / args.total_timesteps:.1%} of {args.total_timesteps}, "
+                f"episodic_return(last {len(recent_returns)})={recent}, SPS={sps}, "
+                f"{left // 3600:.0f}:{time.strftime('%M:%S', time.gmtime(left))} left",
+                flush=True,
+            )
             for path in sorted(set(glob.glob(f"videos/{run_name}/*.mp4")) - uploaded_videos) if args.track else []:
                 uploaded_videos.add(path)
                 wandb.log({"videos": wandb.Video(path, format="mp4")})
+        if ckpt:  # at its cadence, at the end, and after Ctrl-C or SIGTERM, which then ends the run here
+            ckpt.step(global_step, last=iteration == num_iterations - 1)
     envs.close()  # RecordVideo writes the video of an episode still running when it closes
 
     if args.save_model:
         model_path = f"runs/{run_name}/{args.exp_name}.cleanrl_model"
+        checkpoint = {"model": flax.serialization.to_state_dict(q_state.params), "args": vars(args)}
         with open(model_path, "wb") as f:
-            f.write(flax.serialization.msgpack_serialize({"model": flax.serialization.to_state_dict(q_state.params),
-                                                         "args": vars(args)}))  # fmt: skip
+            f.write(flax.serialization.msgpack_serialize(checkpoint))
         print(f"model saved to {model_path}")
         episodic_returns = evaluate(model_path, 10, run_name, epsilon=0.05, capture_video=args.capture_video)
         for idx, episodic_return in enumerate(episodic_returns):

@@ -1,9 +1,10 @@
 """dqn_atari_jax.py, the JAX version of dqn_atari.py. Parity with the twin: the TD target and ε schedule give
 the same numbers, the Flax Q-network gives the torch Q-network's Q-values once the torch weights are copied in
 (so the architecture is the twin's, layer for layer), and the frame replay memory samples exactly what the
-twin's samples. Then, run as a user would: a default run logs every tag at its cadence, the same run copied
-alone with every output path logs the same values (same seed, same numbers) and leaves a Flax checkpoint with
-the layer names QDagger's JAX teacher loader reads, and bad input is refused before anything is made."""
+twin's samples. Then, run as a user would: a default run (checkpointed, then resumed) logs every tag at its
+cadence and gets its train state back, the same run copied alone with every output path logs the same values
+(same seed, same numbers) and leaves a Flax checkpoint with the layer names QDagger's JAX teacher loader reads,
+and bad input is refused before anything is made."""
 
 import jax
 import jax.numpy as jnp
@@ -13,8 +14,14 @@ import torch
 
 from budgets import VALUE_BASED_TINY
 from cleanrl_utils.report import read_scalars
-from conftest import check_ok, check_refused, check_warns_and_runs, load_script, only_run_dir, run_copied_alone
-from jax_parity import fill_both, nature_cnn_params
+from conftest import (
+    check_checkpoint_and_resume,
+    check_refused,
+    check_warns_and_runs,
+    load_script,
+    run_copied_alone,
+)
+from jax_parity import check_restored_jax_state, fill_both, nature_cnn_params
 
 SCRIPT = "dqn_atari_jax.py"
 TINY = VALUE_BASED_TINY["dqn_atari.py"]  # the twin's budget: 400 steps, an update per step from step 200
@@ -77,10 +84,12 @@ def test_replay_memory_samples_what_the_twins_samples():
 
 @pytest.fixture(scope="module")
 def default_run(tmp_path_factory, fork_script):
+    """A tiny run with the default flags, checkpointed every 200 steps, then resumed to twice its budget (conftest's
+    check_checkpoint_and_resume): its run folder."""
     folder = tmp_path_factory.mktemp("default")
-    result = fork_script(SCRIPT, *TINY, cwd=folder, timeout=600)
-    check_ok(result)
-    return folder, result
+    run_dir = check_checkpoint_and_resume(SCRIPT, TINY, 200, folder, run=fork_script)
+    assert not (folder / "videos").exists()
+    return run_dir
 
 
 # the two tests that share the default run, on one xdist worker so that it runs once
@@ -89,15 +98,10 @@ same_worker = pytest.mark.xdist_group("dqn_atari_jax_default_run")
 
 @same_worker
 def test_default_flags_log_every_tag_at_its_cadence(default_run):
-    folder, result = default_run
-    assert "global_step=" in result.stdout and "SPS=" in result.stdout
-    assert "replay buffer: 1000 frames " in result.stdout and "GiB when full" in result.stdout
-    run_dir = only_run_dir(folder)
-    # 200 updates (steps 201..400), logged every 100
+    # 200 updates (steps 201..400), logged every 100; resumed, an update a step to 800
     for tag in TAGS:
-        assert list(read_scalars(str(run_dir), tag)[0]) == [300, 400], tag
-    assert len(read_scalars(str(run_dir), "charts/episodic_return")[0]) >= 1
-    assert not (folder / "videos").exists()
+        assert list(read_scalars(str(default_run), tag)[0]) == [300, 400, 500, 600, 700, 800], tag
+    assert len(read_scalars(str(default_run), "charts/episodic_return")[0]) >= 1
 
 
 @same_worker
@@ -109,10 +113,16 @@ def test_copied_file_runs_every_output_path_and_logs_the_default_runs_values(def
     assert params["Conv_0"]["kernel"].shape == (8, 8, 4, 32) and params["Dense_0"]["kernel"].shape == (3136, 512)
     assert params["Dense_1"]["kernel"].shape == (512, 4)  # Breakout's 4 actions
     assert checkpoint["args"]["exp_name"] == "dqn_atari_jax" and checkpoint["args"]["gamma"] == 0.99
-    # same seed on the CPU, same numbers: videos, W&B and saving change nothing in training
-    default_dir = only_run_dir(default_run[0])
+    # same seed on the CPU, same numbers: videos, W&B, saving and checkpoints change nothing in training
     for tag in ["losses/td_loss", "losses/q_values", "charts/episodic_return"]:
-        np.testing.assert_array_equal(read_scalars(str(run_dir), tag)[1], read_scalars(str(default_dir), tag)[1], tag)
+        got, default = read_scalars(str(run_dir), tag), read_scalars(str(default_run), tag)
+        first = default[0] <= 400  # the default run's points before its resume
+        np.testing.assert_array_equal(got[1], default[1][first], tag)
+
+
+@same_worker
+def test_a_resumed_run_gets_its_train_state_back_leaf_by_leaf(default_run):
+    check_restored_jax_state(SCRIPT, default_run, 1200, default_run.parent.parent, "q_state")
 
 
 def test_non_finite_loss_stops_the_run_with_its_step(workdir, fork_script):
@@ -129,6 +139,7 @@ BAD = [
     (["--learning-rate", 1e38], "--learning-rate must be positive and finite in float32, got 1e+38"),
     (["--buffer-size", 20, "--num-envs", 4], "--buffer-size 20 leaves a sub-env fewer than 10 frames"),
     (["--buffer-size", 10**13], "more than this machine's memory; lower --buffer-size"),
+    (["--total-timesteps", -1], "--total-timesteps, --num-envs, --buffer-size, --batch-size, --train-frequency"),
 ]
 
 
@@ -142,3 +153,4 @@ def test_a_run_without_a_gradient_step_runs_with_one_warning(workdir, fork_scrip
     flags = ["--total-timesteps", 16, "--learning-starts", 16, "--buffer-size", 100]
     result = fork_script(SCRIPT, *flags, cwd=workdir, timeout=600)
     check_warns_and_runs(result, SCRIPT, "--learning-starts 16", cwd=workdir, loss_tag="losses/td_loss", alone=True)
+    assert "replay buffer: 100 frames " in result.stdout and "GiB when full" in result.stdout
