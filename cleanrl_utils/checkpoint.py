@@ -322,6 +322,7 @@ class Checkpoint:
         self.stop = None  # the signal that ends the run at the next step()
         self.training = False
         self.count = 0
+        self.learning_starts = getattr(args, "learning_starts", None)  # before a resume without the memory moves it
         if not args.resume and os.environ.get(STORE):  # a cloud job's later attempt goes on from the stored run
             found = importlib.import_module("cleanrl_utils.run_store").pull(self.script)
             if found:
@@ -364,6 +365,9 @@ class Checkpoint:
         step, total = saved["global_step"], given.total_timesteps
         if step >= total or (saved["finished"] and total <= saved["args"]["total_timesteps"]):
             raise CheckpointError(f"nothing left: {home} is at global_step {step} of {total}; give more --total-timesteps")
+        moved = saved["args"].get("learning_starts")  # a resume without the replay memory moved it on
+        if getattr(given, "learning_starts", None) == moved:
+            self.learning_starts = saved.get("learning_starts", moved)
         vars(args).update(vars(given))
         self.saved, self.run_name = saved, saved["run_name"]
         self.existing = set(os.listdir(home))
@@ -411,7 +415,7 @@ class Checkpoint:
         saved = self.saved
         entries = dict(saved["state"])
         if MEMORY in current and MEMORY not in entries:
-            wait = getattr(self.args, "learning_starts", 0)
+            wait = self.learning_starts or 0  # the run's own, not one an earlier resume moved on
             if hasattr(self.args, "learning_starts"):
                 self.args.learning_starts = saved["global_step"] + wait
             print(
@@ -465,6 +469,7 @@ class Checkpoint:
             "global_step": int(state["global_step"]),
             "count": int(self.count),
             "finished": bool(finished),
+            "learning_starts": self.learning_starts,
             "rng": encode(self._random_states()),
             "state": {name: tuple(encode(part) for part in capture(value)) for name, value in state.items()},
         }
