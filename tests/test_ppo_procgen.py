@@ -12,9 +12,11 @@ import numpy as np
 import pytest
 import torch
 
+from cleanrl_utils.checkpoint import read
 from cleanrl_utils.report import read_scalars
 from conftest import (
     PPO_TAGS,
+    check_checkpoint_and_resume,
     check_ok,
     check_refused,
     check_warns_and_runs,
@@ -188,14 +190,22 @@ def test_validation_messages(script):
     assert "is not an envpool Procgen game" in error(env_id="Pong-v5")
 
 
-def test_default_flags(workdir):
-    result = run_script(SCRIPT, *TINY, cwd=workdir)
-    check_ok(result)
-    assert "global_step=" in result.stdout and "SPS=" in result.stdout
-    assert "time limit 10 steps (the game's own: 1000)" in result.stdout
-    run_dir = only_run_dir(workdir)
+def test_default_flags_and_resume(workdir):
+    results = []  # the run with a checkpoint after each iteration, then its resume for two more (64 more steps)
+
+    def run(*args, cwd):
+        results.append(run_script(*args, cwd=cwd))
+        return results[-1]
+
+    run_dir = check_checkpoint_and_resume(SCRIPT, TINY, 1, workdir, run=run)
+    assert "global_step=" in results[0].stdout and "SPS=" in results[0].stdout
+    assert "time limit 10 steps (the game's own: 1000)" in results[0].stdout
     for tag in PPO_TAGS:
-        assert list(read_scalars(str(run_dir), tag)[0]) == [32, 64], tag
+        assert list(read_scalars(str(run_dir), tag)[0]) == [32, 64, 96, 128], tag
+    # the reward scale's statistics went on through the resume: a sample per env and step of both parts but the reset
+    # steps, more than the 64 steps of the resumed part alone
+    kind, return_rms = read(str(run_dir / "checkpoint.pt"), SCRIPT)["state"]["return_rms"]
+    assert kind == "attributes" and 64 < return_rms["count"] <= 128
     _, lengths = read_scalars(str(run_dir), "charts/episodic_length")
     assert len(lengths) >= 4 and max(lengths) <= 10
     _, returns = read_scalars(str(run_dir), "charts/episodic_return")
@@ -230,6 +240,7 @@ def test_copied_file_with_video_save_evaluation_and_offline_tracking(tmp_path):
         (["--env-id", "Breakout-v5"], "Breakout-v5 is not an envpool Procgen game; ppo_procgen.py needs one"),
         (["--max-episode-steps", 5000], "--max-episode-steps must be in [1, 1000] (StarpilotEasy-v0 ends every game"),
         (["--num-minibatches", 3], "does not split into --num-minibatches 3"),
+        (["--total-timesteps", 0], "--total-timesteps, --num-envs, --num-steps, --num-minibatches, --update-epochs must be"),
     ],
 )
 def test_bad_input_exits_2_with_one_line_and_creates_nothing(flags, message, workdir, fork_script):
