@@ -403,3 +403,17 @@ def test_a_checkpoint_that_cannot_be_written_keeps_the_last_one_and_the_run_goes
     )
     assert read("runs/CartPole-v1__toy__1__1/checkpoint.pt", "toy.py")["global_step"] == 10
     writer.close()
+
+
+def test_a_list_of_live_objects_is_restored_item_by_item_in_place_and_another_count_is_refused():
+    from cleanrl_utils.checkpoint import capture, restore
+
+    statistics = [Memory(4), Memory(4)]  # e.g. every sub-env's normalisation statistics
+    statistics[1].pos = 3
+    kind, payload = capture(statistics)
+    assert kind == "items" and capture([1, 2.0, "x"])[0] == "value"  # plain values stay one value
+    live = [Memory(4), Memory(4)]
+    restored = restore("obs_rms", live, kind, decode(encode(payload)))
+    assert restored[0] is live[0] and restored[1] is live[1] and live[1].pos == 3
+    with pytest.raises(CheckpointError, match=r"the saved obs_rms does not fit the flags given now \(2 items in the "):
+        restore("obs_rms", [Memory(4)], kind, payload)
