@@ -314,10 +314,8 @@ if __name__ == "__main__":
     update_target = jax.jit(lambda s: s.replace(target_params=optax.incremental_update(s.params, s.target_params, args.tau)))
     rb = ReplayBuffer(args.buffer_size, args.num_envs, (84, 84), 4)
     frames, ale = rb.capacity * args.num_envs, envs.envs[0].unwrapped.ale
-    print(
-        f"{args.env_id}: frame skip 4, sticky-action probability {ale.getFloat('repeat_action_probability'):g}; "
-        f"replay buffer: {frames} frames x {SLOT_BYTES} B = {frames * SLOT_BYTES / 2**30:.2f} GiB when full"
-    )
+    print(f"replay buffer: {frames} frames x {SLOT_BYTES} B = {frames * SLOT_BYTES / 2**30:.2f} GiB when full")
+    print(f"{args.env_id}: frame skip 4, sticky-action probability {ale.getFloat('repeat_action_probability'):g}")
     global_step, num_updates, recent_returns = 0, 0, deque(maxlen=20)
     if ckpt:  # a checkpoint holds these and every random generator; --resume loads them back here
         ckpt.start(writer, envs, globals(), "q_state rb global_step num_updates")

@@ -7,7 +7,8 @@
 # λ_t = 0 ends distillation for good (the paper's 1_{t < t0}); λ_t = (G_teacher - G_student) / |G_teacher|; online
 # global_step from 0; offline evaluations; --num-envs > 1; dqn_atari.py's fixes. Evaluations act with ε = end-e.
 # The JAX version of qdagger_dqn_atari_impalacnn.py; only the framework differs: Flax/Optax, jitted steps, Flax's init, a
-# msgpack file; the IMPALA max-pool pads every side as torch's; non-finite losses are read at the logging cadence.
+# msgpack file; the IMPALA max-pool pads every side as torch's; non-finite losses are read at the logging cadence (and
+# before a checkpoint, which so holds finite weights).
 import functools
 import glob
 import importlib.util
@@ -110,6 +111,12 @@ class Args:
     """the temperature of the softmax over Q-values in the distillation loss"""
     distill_window: int = 10
     """the recent training episodes whose mean return is compared with the teacher's"""
+    checkpoint_every: int = 3000
+    """write runs/{run_name}/checkpoint.pt every this many student gradient steps, at the end and at Ctrl-C; 0: never"""
+    checkpoint_memory: bool = True
+    """whether checkpoints hold the replay memory (without it, a resumed run refills it before learning again)"""
+    resume: str | None = None
+    """continue the run saved in this run folder (or its checkpoint.pt), with its flags; flags given here override them"""
 
 
 def make_env(env_id, num_envs, capture_video, run_name):
@@ -315,27 +322,39 @@ def load_teacher(args, n_actions):
 
 def validation_error(args, env):  # the first reason this command line cannot run on `env`, as one line, or None
     memory = args.buffer_size * SLOT_BYTES
-    sizes = ("num_envs", "buffer_size", "batch_size", "train_frequency", "target_network_frequency", "teacher_eval_episodes",
-             "offline_eval_frequency", "distill_window")  # fmt: skip
+    sizes = ("total_timesteps", "num_envs", "buffer_size", "batch_size", "train_frequency", "target_network_frequency")
+    sizes += ("teacher_eval_episodes", "offline_eval_frequency", "distill_window")
     checks = [
-        (not isinstance(env.unwrapped, ale_py.AtariEnv),
-         f"{args.env_id} is not an ale-py Atari game; {SCRIPT} needs one, e.g. BreakoutNoFrameskip-v4 or ALE/Breakout-v5"),
+        (
+            not isinstance(env.unwrapped, ale_py.AtariEnv),
+            f"{args.env_id} is not an ale-py Atari game; {SCRIPT} needs one, e.g. BreakoutNoFrameskip-v4 or ALE/Breakout-v5",
+        ),
         (min(getattr(args, k) for k in sizes) < 1, f"--{', --'.join(k.replace('_', '-') for k in sizes)} must be at least 1"),
         (args.buffer_size < 10 * args.num_envs, f"--buffer-size {args.buffer_size} leaves a sub-env fewer than 10 frames"),
-        (memory > os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"),
-         f"the replay buffer needs {memory / 2**30:.1f} GiB, more than this machine's memory; lower --buffer-size"),
-        (args.offline_steps > 0 and args.teacher_steps < args.num_envs,
-         f"--offline-steps {args.offline_steps} needs the teacher's data: raise --teacher-steps or pass --offline-steps 0"),
-        (not all(0 <= getattr(args, k) <= 1 for k in ("gamma", "start_e", "end_e", "exploration_fraction")),
-         "--gamma, --start-e, --end-e and --exploration-fraction must be in [0, 1]"),
-        (not 0 < args.learning_rate < 3.4e37,  # above, Adam's first step (lr / 0.1) overflows float32
-         f"--learning-rate must be positive and finite in float32, got {args.learning_rate}"),
+        (
+            memory > os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"),
+            f"the replay buffer needs {memory / 2**30:.1f} GiB, more than this machine's memory; lower --buffer-size",
+        ),
+        (
+            args.offline_steps > 0 and args.teacher_steps < args.num_envs,
+            f"--offline-steps {args.offline_steps} needs the teacher's data: raise --teacher-steps or pass --offline-steps 0",
+        ),
+        (
+            not all(0 <= getattr(args, k) <= 1 for k in ("gamma", "start_e", "end_e", "exploration_fraction")),
+            "--gamma, --start-e, --end-e and --exploration-fraction must be in [0, 1]",
+        ),
+        (
+            not 0 < args.learning_rate < 3.4e37,  # above, Adam's first step (lr / 0.1) overflows float32
+            f"--learning-rate must be positive and finite in float32, got {args.learning_rate}",
+        ),
         (not 0 < args.temperature < 3.4e38, f"--temperature must be positive and finite in float32, got {args.temperature}"),
         (not 0 <= args.seed < 2**32, f"--seed must be in [0, 2**32 - 1], got {args.seed}"),
-        (not re.fullmatch(r"[\w.-]{1,150}", args.exp_name) or "__" in args.exp_name,
-         f"--exp-name {args.exp_name!r} must be a folder name: up to 150 letters, digits, '.', '-' and single '_'"),
+        (
+            not re.fullmatch(r"[\w.-]{1,150}", args.exp_name) or "__" in args.exp_name,
+            f"--exp-name {args.exp_name!r} must be a folder name: up to 150 letters, digits, '.', '-' and single '_'",
+        ),
         (args.capture_video and not importlib.util.find_spec("moviepy"), "--capture-video needs moviepy: pip install moviepy"),
-    ]  # fmt: skip
+    ]
     return next((message for failed, message in checks if failed), None)
 
 
@@ -378,14 +397,22 @@ def evaluate(model_path, eval_episodes, run_name, epsilon=0.01, capture_video=Fa
 
 if __name__ == "__main__":
     args = tyro.cli(Args)
+    ckpt = None  # checkpoints, --resume and clean stops: cleanrl_utils/checkpoint.py, imported only when asked for
+    if (args.checkpoint_every or args.resume) and importlib.util.find_spec("cleanrl_utils"):
+        ckpt = importlib.import_module("cleanrl_utils.checkpoint").Checkpoint(SCRIPT, args)  # --resume: the saved flags
+    elif args.resume:
+        exit_if("--resume needs cleanrl_utils (pip install -e . in a cleanrl clone)")
+    elif args.checkpoint_every:  # a script copied alone trains without them
+        print(f"{SCRIPT}: checkpoints are off: they need cleanrl_utils (pip install -e . in a cleanrl clone)")
     try:  # unknown ids, missing modules or extras all mean this env cannot be made
         env = gym.make(args.env_id)
     except Exception as e:
         exit_if(f"cannot make {args.env_id!r}: {e}")
     exit_if(validation_error(args, env))
-    exit_if((not os.access(".", os.W_OK) or shutil.disk_usage(".").free < 2**26) and f"cannot write runs/ in {os.getcwd()}")
+    if not os.access(".", os.W_OK) or shutil.disk_usage(".").free < 2**26:
+        exit_if(f"cannot write runs/ in {os.getcwd()}")
     if args.upload_model:  # the Hub upload is shared plumbing, in cleanrl_utils/huggingface.py
-        hub = importlib.util.find_spec("cleanrl_utils") and importlib.import_module("cleanrl_utils.huggingface")
+        hub = importlib.import_module("cleanrl_utils.huggingface") if importlib.util.find_spec("cleanrl_utils") else None
         exit_if(hub.upload_error(args) if hub else "--upload-model needs cleanrl_utils (pip install -e . in a cleanrl clone)")
     n_actions = int(env.action_space.n)
     teacher_params, teacher_source, error = load_teacher(args, n_actions)  # last: it may download
@@ -398,19 +425,24 @@ if __name__ == "__main__":
     online_learning_starts = args.learning_starts - args.offline_steps  # the online clock starts at offline_steps
     if num_iterations * args.num_envs // args.train_frequency <= max(online_learning_starts, 0) // args.train_frequency:
         print(f"{SCRIPT}: warning: the run ends before its first online gradient step (its clock starts at --offline-steps)")
-
-    run_time = int(time.time())
+    run_time = int(time.time())  # a run that started in the same second owns that name; a resumed run keeps its own
     while os.path.exists(f"runs/{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"):
-        run_time += 1  # a run that started in the same second owns that name
-    run_name = f"{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"
+        run_time += 1
+    run_name = ckpt.run_name if args.resume else f"{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"
     if args.track:
         import wandb
 
         try:  # with no API key, W&B would wait at a login prompt
             if wandb.setup().settings.mode in ("online", "run", "shared") and not wandb.login(prompt=False):
                 raise RuntimeError("no API key")
-            wandb.init(project=args.wandb_project_name, entity=args.wandb_entity, name=run_name, config=vars(args),
-                       sync_tensorboard=True, save_code=True)  # fmt: skip
+            wandb.init(
+                project=args.wandb_project_name,
+                entity=args.wandb_entity,
+                name=run_name,
+                config=vars(args),
+                sync_tensorboard=True,
+                save_code=True,
+            )
         except Exception as e:  # not logged in, no network, unknown entity: stop before anything is written
             reason = (str(e).splitlines() or [type(e).__name__])[0]
             exit_if(f"--track could not start a W&B run ({reason}); run `wandb login` or set WANDB_MODE=offline")
@@ -420,7 +452,7 @@ if __name__ == "__main__":
 
     unchecked = []  # (finite flag on the device, where) of the updates since the last check
 
-    def stop_on_non_finite():  # one sync per logging interval; names the first update whose loss was non-finite
+    def stop_on_non_finite():  # one sync per check; names the first update whose loss was non-finite
         for finite, where in zip(jax.device_get([finite for finite, _ in unchecked]), [where for _, where in unchecked]):
             if not finite:
                 writer.close()
@@ -435,8 +467,8 @@ if __name__ == "__main__":
     teacher, teacher_params = TeacherQNetwork(n_actions), jax.device_put(teacher_params)
     q_network = QNetwork(n_actions)
     q_params = jax.jit(q_network.init)(q_key, np.zeros((1, 4, 84, 84), dtype=np.uint8))
-    q_state = QNetworkState.create(apply_fn=q_network.apply, params=q_params, target_params=q_params,
-                                   tx=optax.adam(learning_rate=args.learning_rate))  # fmt: skip
+    tx = optax.adam(learning_rate=args.learning_rate)
+    q_state = QNetworkState.create(apply_fn=q_network.apply, params=q_params, target_params=q_params, tx=tx)
 
     @functools.partial(jax.jit, static_argnames="distill")
     def update(q_state, teacher_params, obs, actions, rewards, next_obs, dones, distill_coeff, distill):
@@ -460,57 +492,72 @@ if __name__ == "__main__":
 
     update_target = jax.jit(lambda s: s.replace(target_params=optax.incremental_update(s.params, s.target_params, args.tau)))
 
-    # phase 1: the teacher's score, the bar the student's training returns are measured against
-    eval_envs = make_env(args.env_id, 1, False, run_name)
-    # one replay memory at a time: the teacher's, then the student's
-    frames, ale = args.buffer_size // args.num_envs * args.num_envs, eval_envs.envs[0].unwrapped.ale
-    print(f"replay buffer: {frames} frames x {SLOT_BYTES} B = {frames * SLOT_BYTES / 2**30:.2f} GiB when full; "
-          f"{args.env_id}: frame skip 4, sticky-action probability {ale.getFloat('repeat_action_probability'):g}")  # fmt: skip
-    teacher_scores = play(teacher, teacher_params, eval_envs, args.teacher_eval_episodes, args.end_e, eval_seed)
-    teacher_return = float(np.mean(teacher_scores))
-    writer.add_scalar("charts/teacher/avg_episodic_return", teacher_return, 0)
-    print(f"teacher {teacher_source}: mean episodic return {teacher_return:.2f} over {args.teacher_eval_episodes} games")
-    if args.offline_steps > 0:
-        # phase 2: the teacher plays, ε-greedily with ε from start-e to end-e, into the offline replay memory
-        teacher_envs = make_env(args.env_id, args.num_envs, args.capture_video, f"{run_name}-teacher")
-        teacher_envs.action_space.seed(args.seed)
-        teacher_rb = ReplayBuffer(args.buffer_size, args.num_envs, (84, 84), 4)
-        teacher_step, teacher_returns, last_print = 0, deque(maxlen=20), time.time()
-        obs, _ = teacher_envs.reset(seed=args.seed)
-        teacher_rb.start(obs)
-        for iteration in range(teacher_iterations):
-            epsilon = epsilon_schedule(args.start_e, args.end_e, args.teacher_steps, teacher_step)
-            explore = np.random.random(args.num_envs) < epsilon
-            actions = teacher_envs.action_space.sample()
-            if not explore.all():
-                actions = np.where(explore, actions, np.asarray(greedy_actions(teacher, teacher_params, obs)))
-            next_obs, rewards, terminations, truncations, infos = teacher_envs.step(actions)
-            teacher_step += args.num_envs
-            teacher_rb.add(actions, rewards, terminations, truncations, next_obs, infos.get("final_obs"))
-            if "final_info" in infos and "episode" in infos["final_info"]:
-                episode = infos["final_info"]["episode"]
-                for i in np.nonzero(infos["final_info"]["_episode"])[0]:
-                    teacher_returns.append(float(episode["r"][i]))
-                    writer.add_scalar("charts/teacher/episodic_return", episode["r"][i], teacher_step)
-                    writer.add_scalar("charts/teacher/episodic_length", episode["l"][i], teacher_step)
-            obs = next_obs
-            if time.time() - last_print > 10 or iteration == teacher_iterations - 1:
-                last_print = time.time()
-                recent = f"{np.mean(teacher_returns):.2f}" if teacher_returns else "n/a"
-                print(f"teacher_step={teacher_step}, episodic_return(last {len(teacher_returns)})={recent}", flush=True)
-        teacher_envs.close()
+    envs = make_env(args.env_id, args.num_envs, args.capture_video, run_name)  # the student's, online
+    envs.action_space.seed(args.seed)
+    rb = ReplayBuffer(args.buffer_size, args.num_envs, (84, 84), 4)  # one at a time: the teacher's, the student's
+    frames, ale = rb.capacity * args.num_envs, envs.envs[0].unwrapped.ale
+    print(f"replay buffer: {frames} frames x {SLOT_BYTES} B = {frames * SLOT_BYTES / 2**30:.2f} GiB when full")
+    print(f"{args.env_id}: frame skip 4, sticky-action probability {ale.getFloat('repeat_action_probability'):g}")
+    teacher_return, teacher_step, offline_step = None, 0, 0  # where the phases are: a resumed run goes on from there
+    global_step, num_updates, distill_coeff, log_due, recent_returns = 0, 0, 1.0, False, deque(maxlen=args.distill_window)
+    if ckpt:  # a checkpoint holds these and every random generator; --resume loads them back here
+        names = "teacher_return rb teacher_step offline_step q_state global_step num_updates distill_coeff log_due"
+        # purge=False: the phases log on step axes of their own, which a log restart at global_step would cut
+        ckpt.start(writer, envs, globals(), names + " recent_returns", purge=False)
+    online_learning_starts = args.learning_starts - args.offline_steps  # as moved on by a resume without the memory
+    # ---- ALGO LOGIC: the training phases (teacher score and play, offline and online distillation); the set-up ends here ----
+    if teacher_return is None:  # phase 1: the teacher's score, the bar the student's training returns are measured against
+        eval_envs = make_env(args.env_id, 1, False, run_name)
+        teacher_scores = play(teacher, teacher_params, eval_envs, args.teacher_eval_episodes, args.end_e, eval_seed)
+        teacher_return = float(np.mean(teacher_scores))
+        writer.add_scalar("charts/teacher/avg_episodic_return", teacher_return, 0)
+        print(f"teacher {teacher_source}: mean episodic return {teacher_return:.2f} over {args.teacher_eval_episodes} games")
+    if global_step == 0 and offline_step < args.offline_steps:  # phases 2 and 3, unless a resumed run is past them
+        if teacher_step and not rb.filled.any():  # resumed from a checkpoint without the teacher's memory
+            print(f"{SCRIPT}: the teacher plays its --teacher-steps {args.teacher_steps} into the offline memory again")
+            teacher_step = 0
+        if teacher_step < teacher_iterations * args.num_envs:
+            # phase 2: the teacher plays, ε-greedily with ε from start-e to end-e, into the offline replay memory
+            teacher_envs = make_env(args.env_id, args.num_envs, args.capture_video, f"{run_name}-teacher")
+            teacher_envs.action_space.seed(args.seed + teacher_step)
+            teacher_returns, last_print = deque(maxlen=20), time.time()
+            obs, _ = teacher_envs.reset(seed=args.seed + teacher_step)  # a resumed run starts new episodes
+            rb.start(obs)
+            for iteration in range(teacher_step // args.num_envs, teacher_iterations):
+                epsilon = epsilon_schedule(args.start_e, args.end_e, args.teacher_steps, teacher_step)
+                explore = np.random.random(args.num_envs) < epsilon
+                actions = teacher_envs.action_space.sample()
+                if not explore.all():
+                    actions = np.where(explore, actions, np.asarray(greedy_actions(teacher, teacher_params, obs)))
+                next_obs, rewards, terminations, truncations, infos = teacher_envs.step(actions)
+                teacher_step += args.num_envs
+                rb.add(actions, rewards, terminations, truncations, next_obs, infos.get("final_obs"))
+                if "final_info" in infos and "episode" in infos["final_info"]:
+                    episode = infos["final_info"]["episode"]
+                    for i in np.nonzero(infos["final_info"]["_episode"])[0]:
+                        teacher_returns.append(float(episode["r"][i]))
+                        writer.add_scalar("charts/teacher/episodic_return", episode["r"][i], teacher_step)
+                        writer.add_scalar("charts/teacher/episodic_length", episode["l"][i], teacher_step)
+                obs = next_obs
+                if time.time() - last_print > 10 or iteration == teacher_iterations - 1:
+                    last_print = time.time()
+                    recent = f"{np.mean(teacher_returns):.2f}" if teacher_returns else "n/a"
+                    print(f"teacher_step={teacher_step}, episodic_return(last {len(teacher_returns)})={recent}", flush=True)
+                if ckpt:  # no gradient step to count: only Ctrl-C or SIGTERM writes one here
+                    ckpt.step(offline_step + num_updates)
+            teacher_envs.close()
 
         # phase 3: the student learns offline from the teacher's replay memory, with full distillation
-        phase_start = last_print = time.time()
-        eval_time = 0.0
-        for offline_step in range(1, args.offline_steps + 1):
-            q_state, metrics = update(q_state, teacher_params, *teacher_rb.sample(args.batch_size), 1.0, distill=True)
+        phase_start, phase_step, last_print, eval_time = time.time(), offline_step, time.time(), 0.0
+        for offline_step in range(phase_step + 1, args.offline_steps + 1):
+            q_state, metrics = update(q_state, teacher_params, *rb.sample(args.batch_size), 1.0, distill=True)
             unchecked.append((metrics["finite"], f"offline step {offline_step}"))
             if offline_step % args.target_network_frequency == 0:
                 q_state = update_target(q_state)
 
             due = offline_step % args.offline_eval_frequency == 0 or offline_step == args.offline_steps
-            if offline_step % 100 == 0 or offline_step == args.offline_steps or due:
+            checked = offline_step % 100 == 0 or offline_step == args.offline_steps or due
+            if checked:
                 stop_on_non_finite()
             if offline_step % 100 == 0 or offline_step == args.offline_steps:
                 metrics = jax.device_get(metrics)
@@ -518,7 +565,8 @@ if __name__ == "__main__":
                 writer.add_scalar("charts/offline/q_loss", metrics["td_loss"], offline_step)
                 writer.add_scalar("charts/offline/distill_loss", metrics["distill_loss"], offline_step)
                 # gradient steps per second, evaluations left out; fractional: a CPU manages only a few
-                writer.add_scalar("charts/offline/SPS", offline_step / (time.time() - phase_start - eval_time), offline_step)
+                sps = (offline_step - phase_step) / (time.time() - phase_start - eval_time)
+                writer.add_scalar("charts/offline/SPS", sps, offline_step)
             if time.time() - last_print > 10 or offline_step == args.offline_steps:
                 last_print = time.time()
                 print(f"offline_step={offline_step}, loss={float(metrics['loss']):.4f}", flush=True)
@@ -529,18 +577,17 @@ if __name__ == "__main__":
                 writer.add_scalar("charts/offline/avg_episodic_return", student_return, offline_step)
                 print(f"offline_step={offline_step}, the student's mean episodic return {student_return:.2f}", flush=True)
                 eval_time += time.time() - eval_start
-        del teacher_rb  # the online phase starts a replay memory of its own
+            if ckpt and checked:  # at its cadence (after a check: the weights are finite), and after Ctrl-C or SIGTERM
+                ckpt.step(offline_step + num_updates)
 
     # phase 4: the student acts and learns online, distilling while it is behind the teacher
-    envs = make_env(args.env_id, args.num_envs, args.capture_video, run_name)
-    envs.action_space.seed(args.seed)
-    rb = ReplayBuffer(args.buffer_size, args.num_envs, (84, 84), 4)
+    if global_step == 0:  # the online phase starts a replay memory of its own (a resumed one has its memory back)
+        rb = ReplayBuffer(args.buffer_size, args.num_envs, (84, 84), 4)
     exploration_steps = args.exploration_fraction * args.total_timesteps
-    global_step, num_updates, distill_coeff, log_due, recent_returns = 0, 0, 1.0, False, deque(maxlen=args.distill_window)
-    start_time = last_print = time.time()
-    obs, _ = envs.reset(seed=args.seed)
+    start_time, start_step, last_print = time.time(), global_step, time.time()
+    obs, _ = envs.reset(seed=args.seed + global_step)  # a resumed run starts new episodes
     rb.start(obs)
-    for iteration in range(num_iterations):
+    for iteration in range(global_step // args.num_envs, num_iterations):
         epsilon = epsilon_schedule(args.start_e, args.end_e, exploration_steps, args.offline_steps + global_step)
         # ε-greedy per sub-env; the network is only asked when some sub-env acts greedily
         explore = np.random.random(args.num_envs) < epsilon
@@ -584,7 +631,7 @@ if __name__ == "__main__":
                 writer.add_scalar("losses/q_values", metrics["q_values"], global_step)
                 writer.add_scalar("charts/distill_coeff", distill_coeff, global_step)
                 writer.add_scalar("charts/epsilon", epsilon, global_step)
-                writer.add_scalar("charts/SPS", int(global_step / (time.time() - start_time)), global_step)
+                writer.add_scalar("charts/SPS", int((global_step - start_step) / (time.time() - start_time)), global_step)
 
             for _ in range(steps_crossed(previous_step, global_step, args.target_network_frequency)):
                 q_state = update_target(q_state)
@@ -592,14 +639,20 @@ if __name__ == "__main__":
         if time.time() - last_print > 10 or iteration == num_iterations - 1:
             last_print = time.time()
             recent = f"{np.mean(recent_returns):.2f}" if recent_returns else "n/a"
-            sps = int(global_step / (time.time() - start_time))
+            sps = int((global_step - start_step) / (time.time() - start_time))
             left = (num_iterations - 1 - iteration) * args.num_envs / max(sps, 1)  # seconds, at the current speed
-            print(f"global_step={global_step}, {global_step / args.total_timesteps:.1%} of {args.total_timesteps}, "
-                  f"episodic_return(last {len(recent_returns)})={recent}, distill_coeff={distill_coeff:.3f}, SPS={sps}, "
-                  f"{left // 3600:.0f}:{time.strftime('%M:%S', time.gmtime(left))} left", flush=True)  # fmt: skip
+            print(
+                f"global_step={global_step}, {global_step / args.total_timesteps:.1%} of {args.total_timesteps}, "
+                f"episodic_return(last {len(recent_returns)})={recent}, distill_coeff={distill_coeff:.3f}, SPS={sps}, "
+                f"{left // 3600:.0f}:{time.strftime('%M:%S', time.gmtime(left))} left",
+                flush=True,
+            )
             for path in sorted(set(glob.glob(f"videos/{run_name}/*.mp4")) - uploaded_videos) if args.track else []:
                 uploaded_videos.add(path)
                 wandb.log({"videos": wandb.Video(path, format="mp4")})
+        if ckpt:  # at its cadence, at the end, and after Ctrl-C or SIGTERM, which then ends the run here
+            stop_on_non_finite()  # a checkpoint holds finite weights (acting has synced with the updates already)
+            ckpt.step(offline_step + num_updates, last=iteration == num_iterations - 1)
     envs.close()  # RecordVideo writes the video of an episode still running when it closes
     stop_on_non_finite()  # the updates since the last logged step
 

@@ -1,11 +1,16 @@
 """qdagger_dqn_atari_jax_impalacnn.py: its pure pieces and networks give the numbers of the torch twin
 (qdagger_dqn_atari_impalacnn.py), its teacher checks accept dqn_atari_jax.py's checkpoint and CleanRL's
-Hub forms and refuse the rest, and every phase of a tiny run (default flags; copied alone with video,
-checkpoint and W&B) logs what the twin logs. The teacher is a TeacherQNetwork's initial parameters in
-the file format of dqn_atari_jax.py --save-model."""
+Hub forms and refuse the rest, and every phase of a tiny run (default flags, with a checkpoint and a resume;
+copied alone with video, checkpoint and W&B) logs what the twin logs; a run stopped in the teacher's play or in
+the offline phase goes on there (the teacher plays again where the checkpoint has no memory). The teacher is a
+TeacherQNetwork's initial parameters in the file format of dqn_atari_jax.py --save-model."""
 
 import functools
 import inspect
+import signal
+import subprocess
+import sys
+import time
 
 import flax.serialization
 import jax
@@ -15,8 +20,20 @@ import pytest
 import torch
 
 from budgets import QDAGGER_TINY as TINY
+from cleanrl_utils.checkpoint import read
 from cleanrl_utils.report import read_scalars
-from conftest import check_ok, check_refused, load_script, only_run_dir, run_copied_alone, script_env
+from conftest import (
+    SCRIPTS,
+    check_checkpoint_and_resume,
+    check_ok,
+    check_refused,
+    load_script,
+    only_run_dir,
+    run_copied_alone,
+    run_script,
+    script_env,
+)
+from jax_parity import check_restored_jax_state
 
 SCRIPT = "qdagger_dqn_atari_jax_impalacnn.py"
 ENV = "BreakoutNoFrameskip-v4"
@@ -312,23 +329,27 @@ ONLINE_TAGS = [
 ]
 
 
-def test_every_phase_runs_and_logs_its_tags(jax_teacher_path, tmp_path, fork_script):
-    result = fork_script(SCRIPT, "--teacher-model-path", jax_teacher_path, *TINY, "--num-envs", 2, cwd=tmp_path, timeout=600)
-    check_ok(result)
-    assert "mean episodic return" in result.stdout and "teacher_step=64" in result.stdout
-    assert "offline_step=10" in result.stdout and "global_step=600" in result.stdout
-    run_dir = only_run_dir(tmp_path)
-    assert list(read_scalars(str(run_dir), "charts/teacher/avg_episodic_return")[0]) == [0]
+def test_every_phase_runs_logs_its_tags_and_resumes(jax_teacher_path, tmp_path):
+    # a checkpoint every 20 student gradient steps (10 offline, then one per 16 env steps online), the last at step 600;
+    # the resume goes on online to 1200 in the same log, whose points are those of one run to 1200
+    flags = ["--teacher-model-path", jax_teacher_path, *TINY, "--num-envs", 2]
+    run_dir = check_checkpoint_and_resume(SCRIPT, flags, 20, tmp_path)
+    assert list(read_scalars(str(run_dir), "charts/teacher/avg_episodic_return")[0]) == [0]  # the resumed run has it
     for tag in ["charts/offline/loss", "charts/offline/q_loss", "charts/offline/distill_loss", "charts/offline/SPS"]:
         assert list(read_scalars(str(run_dir), tag)[0]) == [10], tag  # logged at the last offline step
     assert list(read_scalars(str(run_dir), "charts/offline/avg_episodic_return")[0]) == [10]  # evaluated at the end
     for tag in ONLINE_TAGS:
-        # at the first update past each multiple of 100 env steps (updates every 16 steps)
-        assert list(read_scalars(str(run_dir), tag)[0]) == [112, 208, 304, 400, 512], tag
+        # at the first update past each multiple of 100 env steps (updates every 16 steps), and at the last
+        steps = [112, 208, 304, 400, 512, 608, 704, 800, 912, 1008, 1104, 1200]
+        assert list(read_scalars(str(run_dir), tag)[0]) == steps, tag
     assert len(read_scalars(str(run_dir), "charts/episodic_return")[0]) >= 1
     assert set(read_scalars(str(run_dir), "charts/distill_coeff")[1]) == {1.0}  # fewer than 10 episodes finished
     assert all(np.isfinite(read_scalars(str(run_dir), "losses/loss")[1]))
+    saved = read(str(run_dir / "checkpoint.pt"), SCRIPT)
+    assert saved["count"] == 10 + 75 and saved["state"]["num_updates"][1] == 75  # 10 offline steps, 1200 / 16 online
     assert not (tmp_path / "videos").exists()
+    # the student's TrainState (its target and Adam with it) comes back leaf by leaf, as device arrays
+    check_restored_jax_state(SCRIPT, run_dir, 1800, tmp_path, "q_state")
 
 
 def test_copied_alone_with_video_checkpoint_and_wandb(saved_jax_teacher_path, tmp_path):
@@ -349,7 +370,7 @@ def test_non_finite_loss_stops_the_run_at_its_first_step(jax_teacher_path, tmp_p
         SCRIPT, *flags, "--train-frequency", 4, "--total-timesteps", 200, "--temperature", 1e-45, cwd=tmp_path, timeout=600
     )
     assert result.returncode == 1, result.stderr
-    # found at the logging cadence (step 100), named by the first update's step
+    # found before the first step's checkpoint (checkpoints are on by default), named by the first update's step
     assert f"{SCRIPT}: non-finite loss at global_step 4; stopping" in result.stderr.splitlines()
     assert only_run_dir(tmp_path).exists()  # what was logged so far is kept
 
@@ -362,3 +383,61 @@ def test_a_run_without_an_online_gradient_step_runs_with_one_warning(jax_teacher
     warning = f"{SCRIPT}: warning: the run ends before its first online gradient step (its clock starts at --offline-steps)"
     assert [line for line in result.stdout.splitlines() if "warning" in line] == [warning]
     assert read_scalars(str(only_run_dir(tmp_path)), "losses/loss")[0].size == 0
+
+
+def stopped_in(phase, flags, cwd, out):
+    """Runs the script with `flags` in `cwd` and stops it with SIGTERM in `phase`: "teacher" once the teacher's score is
+    printed (it then plays), "offline" once the first checkpoint is written (at an offline gradient step). Returns
+    the run's checkpoint, written at the stop."""
+    command = [sys.executable, str(SCRIPTS / SCRIPT), *map(str, flags)]
+    with open(out, "w") as stdout:
+        process = subprocess.Popen(command, cwd=cwd, env=script_env(), stdout=stdout, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 300
+    while process.poll() is None and time.time() < deadline:
+        if phase == "teacher" and "mean episodic return" in out.read_text():
+            break
+        if phase == "offline" and list(cwd.glob("runs/*/checkpoint.pt")):
+            break
+        time.sleep(0.05)
+    process.send_signal(signal.SIGTERM)
+    _, stderr = process.communicate(timeout=300)
+    assert process.returncode == 143 and "stopped by SIGTERM at global_step 0; saved in " in stderr, stderr[-2000:]
+    return read(str(only_run_dir(cwd) / "checkpoint.pt"), SCRIPT)
+
+
+@pytest.mark.parametrize(
+    "phase,memory",
+    [("teacher", "--checkpoint-memory"), ("offline", "--checkpoint-memory"), ("offline", "--no-checkpoint-memory")],
+)
+def test_a_run_stopped_in_a_phase_goes_on_there(phase, memory, jax_teacher_path, tmp_path):
+    # the teacher plays 3000 steps (seconds) or the student takes 320 offline steps, a checkpoint every 110: offline,
+    # checkpoints follow the loss checks of every 100th step, so the first is at step 200 and the stop at 300
+    teacher_steps, offline_steps = (3000, 10) if phase == "teacher" else (64, 320)
+    flags = ["--teacher-model-path", jax_teacher_path, *TINY, "--total-timesteps", 64, "--offline-eval-episodes", 0]
+    flags += ["--teacher-steps", teacher_steps, "--offline-steps", offline_steps, "--checkpoint-every", 110, memory]
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    saved = stopped_in(phase, flags, workdir, tmp_path / "out.txt")
+    teacher_step, offline_step = saved["state"]["teacher_step"][1], saved["state"]["offline_step"][1]
+    if phase == "teacher":
+        assert 0 < teacher_step < teacher_steps and offline_step == 0 and saved["count"] == 0
+    else:
+        assert teacher_step == 64 and offline_step in (200, 300) and saved["count"] == offline_step
+    assert saved["state"]["teacher_return"][0] == "value" and ("rb" in saved["state"]) == (memory == "--checkpoint-memory")
+    run_dir = only_run_dir(workdir)
+    result = run_script(SCRIPT, "--resume", run_dir, cwd=workdir, timeout=600)
+    check_ok(result)
+    assert "mean episodic return" not in result.stdout  # the teacher's score is in the checkpoint
+    replayed = f"{SCRIPT}: the teacher plays its --teacher-steps 64 into the offline memory again"
+    assert (replayed in result.stdout.splitlines()) == (memory == "--no-checkpoint-memory")
+    assert (f"teacher_step={teacher_steps}," in result.stdout) == (phase == "teacher" or memory == "--no-checkpoint-memory")
+    assert f"offline_step={offline_steps}, loss=" in result.stdout and "global_step=64, " in result.stdout
+    assert list(read_scalars(str(run_dir), "charts/teacher/avg_episodic_return")[0]) == [0]
+    # the offline phase goes on from its checkpoint: each point once, the earlier phases' points kept
+    expected = [10] if phase == "teacher" else [100, 200, 300, 320]
+    assert list(read_scalars(str(run_dir), "charts/offline/loss")[0]) == expected
+    steps, _ = read_scalars(str(run_dir), "charts/teacher/episodic_return")
+    if memory == "--checkpoint-memory":  # the teacher's play logged once (played again, it is logged again)
+        assert list(steps) == sorted(steps) and len(steps) == len(set(steps))
+    final = read(str(run_dir / "checkpoint.pt"), SCRIPT)
+    assert final["finished"] and final["global_step"] == 64 and final["state"]["offline_step"][1] == offline_steps
