@@ -108,6 +108,10 @@ class Args:
     """the rollouts (one env's num_steps steps each) in an auxiliary minibatch"""
     n_aux_grad_accum: int = 1
     """the auxiliary minibatches whose gradients are summed into one optimizer step (the same step in less GPU memory)"""
+    checkpoint_every: int = 1
+    """write runs/{run_name}/checkpoint.pt every this many iterations (num_envs x num_steps steps) and at Ctrl-C; 0: never"""
+    resume: str | None = None
+    """continue the run saved in this run folder (or its checkpoint.pt), with its flags; flags given here override them"""
 
 
 class ProcgenTimeLimit(gym.vector.VectorWrapper):
@@ -136,7 +140,6 @@ def make_env(env_id, num_envs, seed, max_episode_steps=None, capture_video=False
 
 
 class GameVideoRecorder:  # films sub-env 0's games 0, 1, 8, 27, ..., 1000, 2000, ... (make it after `envs.reset()`)
-
     def __init__(self, envs, video_folder):
         self.video = importlib.import_module("gymnasium.utils.save_video")  # needs moviepy: imported only to film
         self.envs, self.video_folder, self.game = envs, video_folder, 0
@@ -271,24 +274,34 @@ def env_error(env_id):  # why this script cannot run `env_id` (cleanrl_utils/enj
 
 
 def validation_error(args):
-    sizes = "num_envs num_steps num_minibatches n_iteration e_policy v_value e_auxiliary num_aux_rollouts n_aux_grad_accum"
+    sizes = "total_timesteps num_envs num_steps num_minibatches n_iteration e_policy v_value e_auxiliary num_aux_rollouts"
+    sizes += " n_aux_grad_accum"
     batch, mbs, available = args.num_envs * args.num_steps, max(args.num_minibatches, 1), available_memory() or float("inf")
     limit, needed, sizes = envpool.make_spec(args.env_id).config.max_episode_steps, aux_buffer_bytes(args), sizes.split()
     checks = [
         (min(getattr(args, k) for k in sizes) < 1, f"--{', --'.join(k.replace('_', '-') for k in sizes)} must be at least 1"),
         (not 0 <= args.seed <= 2**31 - args.num_envs, f"--seed must be in [0, 2**31 - {args.num_envs}], got {args.seed}"),
-        (not re.fullmatch(r"[\w.-]{1,150}", args.exp_name) or "__" in args.exp_name,
-         f"--exp-name {args.exp_name!r} must be a folder name: up to 150 letters, digits, '.', '-' and single '_'"),
+        (
+            not re.fullmatch(r"[\w.-]{1,150}", args.exp_name) or "__" in args.exp_name,
+            f"--exp-name {args.exp_name!r} must be a folder name: up to 150 letters, digits, '.', '-' and single '_'",
+        ),
         (batch % mbs, f"the batch of {batch} steps does not split into --num-minibatches {args.num_minibatches}"),
         (not all(0 <= getattr(args, k) <= 1 for k in ("gamma", "gae_lambda")), "--gamma and --gae-lambda must be in [0, 1]"),
-        (not 0 < args.learning_rate < 3.4e37,  # above, Adam's first step (lr / 0.1) overflows float32
-         f"--learning-rate must be positive and finite in float32, got {args.learning_rate}"),
-        (args.max_episode_steps is not None and not 1 <= args.max_episode_steps <= limit,
-         f"--max-episode-steps must be in [1, {limit}] ({args.env_id} ends every game after {limit} steps)"),
-        (needed + 2**30 > available, f"the auxiliary buffer needs {needed / 2**30:.1f} GiB (and 1 GiB for the rest) but only "
-         f"{available / 2**30:.1f} GiB of memory is available; lower --n-iteration, --num-envs or --num-steps"),
+        (
+            not 0 < args.learning_rate < 3.4e37,  # above, Adam's first step (lr / 0.1) overflows float32
+            f"--learning-rate must be positive and finite in float32, got {args.learning_rate}",
+        ),
+        (
+            args.max_episode_steps is not None and not 1 <= args.max_episode_steps <= limit,
+            f"--max-episode-steps must be in [1, {limit}] ({args.env_id} ends every game after {limit} steps)",
+        ),
+        (
+            needed + 2**30 > available,
+            f"the auxiliary buffer needs {needed / 2**30:.1f} GiB (and 1 GiB for the rest) but only "
+            f"{available / 2**30:.1f} GiB of memory is available; lower --n-iteration, --num-envs or --num-steps",
+        ),
         (args.capture_video and not importlib.util.find_spec("moviepy"), "--capture-video needs moviepy: pip install moviepy"),
-    ]  # fmt: skip
+    ]
     return next((message for failed, message in checks if failed), None)
 
 
@@ -321,10 +334,19 @@ def evaluate(model_path, eval_episodes, run_name, device, capture_video=False): 
 
 if __name__ == "__main__":
     args = tyro.cli(Args)
+    ckpt = None  # checkpoints, --resume and clean stops: cleanrl_utils/checkpoint.py, imported only when asked for
+    if (args.checkpoint_every or args.resume) and importlib.util.find_spec("cleanrl_utils"):
+        fixed = ("env_id", "num_envs", "num_steps", "n_iteration")  # the networks and the auxiliary buffer's rows fit them
+        ckpt = importlib.import_module("cleanrl_utils.checkpoint").Checkpoint(SCRIPT, args, fixed)  # --resume: saved flags
+    elif args.resume:
+        exit_if("--resume needs cleanrl_utils (pip install -e . in a cleanrl clone)")
+    elif args.checkpoint_every:  # a script copied alone trains without them
+        print(f"{SCRIPT}: checkpoints are off: they need cleanrl_utils (pip install -e . in a cleanrl clone)")
     exit_if(env_error(args.env_id) or validation_error(args))
-    exit_if((not os.access(".", os.W_OK) or shutil.disk_usage(".").free < 2**26) and f"cannot write runs/ in {os.getcwd()}")
+    if not os.access(".", os.W_OK) or shutil.disk_usage(".").free < 2**26:
+        exit_if(f"cannot write runs/ in {os.getcwd()}")
     if args.upload_model:  # the Hub upload is shared plumbing, in cleanrl_utils/huggingface.py
-        hub = importlib.util.find_spec("cleanrl_utils") and importlib.import_module("cleanrl_utils.huggingface")
+        hub = importlib.import_module("cleanrl_utils.huggingface") if importlib.util.find_spec("cleanrl_utils") else None
         exit_if(hub.upload_error(args) if hub else "--upload-model needs cleanrl_utils (pip install -e . in a cleanrl clone)")
     args.batch_size = int(args.num_envs * args.num_steps)
     args.minibatch_size = int(args.batch_size // args.num_minibatches)
@@ -333,34 +355,43 @@ if __name__ == "__main__":
     args.aux_batch_rollouts = int(args.num_envs * args.n_iteration)
     if args.num_phases == 0:
         print(f"{SCRIPT}: warning: the run ends before its first gradient step (--total-timesteps below one phase)")
-    run_time = int(time.time())
+    run_time = int(time.time())  # a run that started in the same second owns that name; a resumed run keeps its own
     while os.path.exists(f"runs/{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"):
-        run_time += 1  # a run that started in the same second owns that name
-    run_name = f"{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"
+        run_time += 1
+    run_name = ckpt.run_name if args.resume else f"{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"
     if args.track:
         import wandb
 
         try:  # with no API key, W&B would wait at a login prompt
             if wandb.setup().settings.mode in ("online", "run", "shared") and not wandb.login(prompt=False):
                 raise RuntimeError("no API key")
-            wandb.init(project=args.wandb_project_name, entity=args.wandb_entity, name=run_name, config=vars(args),
-                       sync_tensorboard=True, save_code=True)  # fmt: skip
+            wandb.init(
+                project=args.wandb_project_name,
+                entity=args.wandb_entity,
+                name=run_name,
+                config=vars(args),
+                sync_tensorboard=True,
+                save_code=True,
+            )
         except Exception as e:  # not logged in, no network, unknown entity: stop before anything is written
             reason = (str(e).splitlines() or [type(e).__name__])[0]
             exit_if(f"--track could not start a W&B run ({reason}); run `wandb login` or set WANDB_MODE=offline")
     writer = SummaryWriter(f"runs/{run_name}")
     writer.add_text("hyperparameters", "|param|value|\n|-|-|\n" + "\n".join(f"|{k}|{v}|" for k, v in vars(args).items()))
     uploaded_videos = set()  # W&B gets each finished video once (the videos are written by this script)
-
     random.seed(args.seed)
     np.random.seed(args.seed)
     torch.manual_seed(args.seed)
     torch.backends.cudnn.deterministic = args.torch_deterministic
     device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
-    envs = make_env(args.env_id, args.num_envs, args.seed, args.max_episode_steps, args.capture_video)  # levels: seed + i
-    print(f"{args.env_id}: time limit {envs.max_episode_steps} steps (the game's own: {envs.spec.config.max_episode_steps}); "
-          f"rewards divided by a running std of the discounted return (γ {args.gamma}) and clipped to ±10 for learning")
+    env_seed = (args.seed + (ckpt.saved["global_step"] if args.resume else 0)) % 2**31  # a resumed run plays new levels
+    envs = make_env(args.env_id, args.num_envs, env_seed, args.max_episode_steps, args.capture_video)  # levels: seed + i
+    print(
+        f"{args.env_id}: time limit {envs.max_episode_steps} steps (the game's own: {envs.spec.config.max_episode_steps}); "
+        f"rewards divided by a running std of the discounted return (γ {args.gamma}) and clipped to ±10 for learning"
+    )
     envs = gym.wrappers.vector.ClipReward(gym.wrappers.vector.NormalizeReward(envs, gamma=args.gamma), -10.0, 10.0)
+    return_rms = envs.env.return_rms  # the reward scale: the running variance of NormalizeReward's discounted return
     envs.action_space.seed(args.seed)
     agent = Agent(envs.single_observation_space.shape, envs.single_action_space.n).to(device)
     optimizer = optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-8)
@@ -373,15 +404,23 @@ if __name__ == "__main__":
     aux_obs = torch.empty((args.aux_batch_rollouts, args.num_steps) + obs_shape, dtype=torch.uint8)
     aux_returns, aux_valid = torch.empty((2, args.aux_batch_rollouts, args.num_steps))
     aux_old_logits = torch.empty((args.aux_batch_rollouts, args.num_steps, n_actions))
-    print(f"auxiliary buffer: --n-iteration {args.n_iteration} x --num-envs {args.num_envs} x --num-steps {args.num_steps} "
-          f"= {args.aux_batch_rollouts * args.num_steps} observations, {aux_buffer_bytes(args) / 2**30:.2f} GiB of CPU memory")
+    print(
+        f"auxiliary buffer: --n-iteration {args.n_iteration} x --num-envs {args.num_envs} x --num-steps {args.num_steps} "
+        f"= {args.aux_batch_rollouts * args.num_steps} observations, {aux_buffer_bytes(args) / 2**30:.2f} GiB of CPU memory"
+    )
     global_step, recent_returns = 0, deque(maxlen=20)
-    start_time = last_print = time.time()
+    aux_rows = []  # the buffer's rows of the phase under way (NumPy views): what a checkpoint keeps of it
+    if ckpt:  # a checkpoint holds these and every random generator; --resume loads them back here
+        ckpt.start(writer, envs, globals(), "agent optimizer return_rms aux_rows global_step")
+    for buffer, rows in zip((aux_obs, aux_returns, aux_valid), aux_rows):  # a resumed phase's rollouts so far
+        buffer[: len(rows)] = torch.from_numpy(rows)
+    start_time, start_step, last_print = time.time(), global_step, time.time()
     episode_scores = np.zeros(args.num_envs)
     next_obs = torch.as_tensor(envs.reset()[0], device=device)
     recorder = GameVideoRecorder(envs, f"videos/{run_name}") if args.capture_video else None
     last_done = torch.zeros(args.num_envs, device=device)  # the previous rollout's last row of `dones`
-    for iteration in range(1, args.num_iterations + 1):
+    # ---- ALGO LOGIC: the training loop (policy phases of PPO iterations, auxiliary phases); the set-up ends here ----
+    for iteration in range(global_step // args.batch_size + 1, args.num_iterations + 1):
         if args.anneal_lr:
             frac = 1.0 - (iteration - 1.0) / args.num_iterations
             optimizer.param_groups[0]["lr"] = frac * args.learning_rate
@@ -481,7 +520,7 @@ if __name__ == "__main__":
         var_y = np.var(y_true) if len(y_true) > 0 else 0.0
         explained_var = np.nan if var_y == 0 else 1 - np.var(y_true - y_pred) / var_y
 
-        sps = int(global_step / (time.time() - start_time))
+        sps = int((global_step - start_step) / (time.time() - start_time))
         writer.add_scalar("charts/learning_rate", optimizer.param_groups[0]["lr"], global_step)
         writer.add_scalar("losses/value_loss", v_loss.item(), global_step)
         writer.add_scalar("losses/policy_loss", pg_loss.item(), global_step)
@@ -495,9 +534,12 @@ if __name__ == "__main__":
             last_print = time.time()
             recent = f"{np.mean(recent_returns):.2f}" if recent_returns else "n/a"
             left = (args.num_iterations - iteration) * args.batch_size / max(sps, 1)  # seconds, at the current speed
-            print(f"global_step={global_step}, {global_step / args.total_timesteps:.1%} of {args.total_timesteps}, "
-                  f"episodic_return(last {len(recent_returns)})={recent}, SPS={sps}, "
-                  f"{left // 3600:.0f}:{time.strftime('%M:%S', time.gmtime(left))} left", flush=True)  # fmt: skip
+            print(
+                f"global_step={global_step}, {global_step / args.total_timesteps:.1%} of {args.total_timesteps}, "
+                f"episodic_return(last {len(recent_returns)})={recent}, SPS={sps}, "
+                f"{left // 3600:.0f}:{time.strftime('%M:%S', time.gmtime(left))} left",
+                flush=True,
+            )
             for path in sorted(set(glob.glob(f"videos/{run_name}/*.mp4")) - uploaded_videos) if args.track else []:
                 uploaded_videos.add(path)
                 wandb.log({"videos": wandb.Video(path, format="mp4")})
@@ -507,44 +549,47 @@ if __name__ == "__main__":
         aux_obs[rollouts] = obs.transpose(0, 1).cpu()
         aux_returns[rollouts] = returns.T.cpu()
         aux_valid[rollouts] = valid.T.cpu()
-        if iteration % args.n_iteration != 0:  # the policy phase goes on
-            continue
-        # the auxiliary phase, after every n_iteration iterations: whole rollouts, num_aux_rollouts at a time
-        with torch.no_grad():  # the policy to hold on to while the value heads learn
-            for start in range(0, args.aux_batch_rollouts, args.num_aux_rollouts):
-                rollouts = slice(start, start + args.num_aux_rollouts)
-                logits = agent.get_pi_logits(aux_obs[rollouts].to(device).flatten(0, 1))
-                aux_old_logits[rollouts] = logits.view(-1, args.num_steps, n_actions).cpu()
-        aux_inds = np.arange(args.aux_batch_rollouts)
-        optimizer.zero_grad()
-        for _aux_epoch in range(args.e_auxiliary):
-            np.random.shuffle(aux_inds)
-            for i, start in enumerate(range(0, args.aux_batch_rollouts, args.num_aux_rollouts)):
-                mb_rollouts = torch.as_tensor(aux_inds[start : start + args.num_aux_rollouts])
-                new_logits, new_values, new_aux_values = agent.get_pi_value_and_aux_value(
-                    aux_obs[mb_rollouts].to(device).flatten(0, 1)
-                )
-                kl_loss, real_value_loss, aux_value_loss = auxiliary_losses(
-                    aux_old_logits[mb_rollouts].to(device).flatten(0, 1),
-                    new_logits,
-                    new_values.view(-1),
-                    new_aux_values.view(-1),
-                    aux_returns[mb_rollouts].to(device).flatten(),
-                    aux_valid[mb_rollouts].to(device).flatten(),
-                )
-                # L_joint (auxiliary value + β_clone KL) for the trunk and policy, L_value for the value head
-                loss = aux_value_loss + args.beta_clone * kl_loss + real_value_loss
-                (loss / args.n_aux_grad_accum).backward()
-                if (i + 1) % args.n_aux_grad_accum == 0 or start + args.num_aux_rollouts >= args.aux_batch_rollouts:
-                    grad_norm = nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
-                    if not torch.isfinite(loss + grad_norm):
-                        writer.close()
-                        sys.exit(f"{SCRIPT}: non-finite auxiliary loss at global_step {global_step}; stopping")
-                    optimizer.step()
-                    optimizer.zero_grad()
-        writer.add_scalar("losses/aux/kl_loss", kl_loss.item(), global_step)
-        writer.add_scalar("losses/aux/aux_value_loss", aux_value_loss.item(), global_step)
-        writer.add_scalar("losses/aux/real_value_loss", real_value_loss.item(), global_step)
+        if iteration % args.n_iteration == 0:  # else the policy phase goes on
+            # the auxiliary phase, after every n_iteration iterations: whole rollouts, num_aux_rollouts at a time
+            with torch.no_grad():  # the policy to hold on to while the value heads learn
+                for start in range(0, args.aux_batch_rollouts, args.num_aux_rollouts):
+                    rollouts = slice(start, start + args.num_aux_rollouts)
+                    logits = agent.get_pi_logits(aux_obs[rollouts].to(device).flatten(0, 1))
+                    aux_old_logits[rollouts] = logits.view(-1, args.num_steps, n_actions).cpu()
+            aux_inds = np.arange(args.aux_batch_rollouts)
+            optimizer.zero_grad()
+            for _aux_epoch in range(args.e_auxiliary):
+                np.random.shuffle(aux_inds)
+                for i, start in enumerate(range(0, args.aux_batch_rollouts, args.num_aux_rollouts)):
+                    mb_rollouts = torch.as_tensor(aux_inds[start : start + args.num_aux_rollouts])
+                    new_logits, new_values, new_aux_values = agent.get_pi_value_and_aux_value(
+                        aux_obs[mb_rollouts].to(device).flatten(0, 1)
+                    )
+                    kl_loss, real_value_loss, aux_value_loss = auxiliary_losses(
+                        aux_old_logits[mb_rollouts].to(device).flatten(0, 1),
+                        new_logits,
+                        new_values.view(-1),
+                        new_aux_values.view(-1),
+                        aux_returns[mb_rollouts].to(device).flatten(),
+                        aux_valid[mb_rollouts].to(device).flatten(),
+                    )
+                    # L_joint (auxiliary value + β_clone KL) for the trunk and policy, L_value for the value head
+                    loss = aux_value_loss + args.beta_clone * kl_loss + real_value_loss
+                    (loss / args.n_aux_grad_accum).backward()
+                    if (i + 1) % args.n_aux_grad_accum == 0 or start + args.num_aux_rollouts >= args.aux_batch_rollouts:
+                        grad_norm = nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
+                        if not torch.isfinite(loss + grad_norm):
+                            writer.close()
+                            sys.exit(f"{SCRIPT}: non-finite auxiliary loss at global_step {global_step}; stopping")
+                        optimizer.step()
+                        optimizer.zero_grad()
+            writer.add_scalar("losses/aux/kl_loss", kl_loss.item(), global_step)
+            writer.add_scalar("losses/aux/aux_value_loss", aux_value_loss.item(), global_step)
+            writer.add_scalar("losses/aux/real_value_loss", real_value_loss.item(), global_step)
+        filled = (iteration % args.n_iteration) * args.num_envs  # the phase's rollouts so far (none once it is spent)
+        aux_rows = [buffer.numpy()[:filled] for buffer in (aux_obs, aux_returns, aux_valid)]  # views, not copies
+        if ckpt:  # at its cadence, at the end, and after Ctrl-C or SIGTERM, which then ends the run here
+            ckpt.step(iteration, last=iteration == args.num_iterations)
     envs.close()
 
     if args.save_model:

@@ -7,14 +7,20 @@ the normalised initialisation, the auxiliary buffer's size. The envpool pieces i
 """
 
 import math
+import subprocess
+import sys
+import time
 
 import pytest
 import torch
 from torch.distributions import Categorical, kl_divergence
 
+from cleanrl_utils.checkpoint import decode, read
 from cleanrl_utils.report import read_scalars
 from conftest import (
     PPO_TAGS,
+    SCRIPTS,
+    check_checkpoint_and_resume,
     check_ok,
     check_refused,
     check_warns_and_runs,
@@ -23,6 +29,7 @@ from conftest import (
     procgen_missing,
     run_copied_alone,
     run_script,
+    script_env,
 )
 
 pytestmark = pytest.mark.skipif(procgen_missing() is not None, reason=f"envpool Procgen: {procgen_missing()}")
@@ -125,11 +132,17 @@ def test_auxiliary_buffer_size_and_memory_check(monkeypatch):
 
 
 def test_default_flags_run_two_phases(workdir):
-    result = run_script(SCRIPT, *ONE_PHASE, "--total-timesteps", 128, cwd=workdir)
-    check_ok(result)
-    assert "global_step=" in result.stdout and "SPS=" in result.stdout
-    assert "auxiliary buffer: --n-iteration 2 x --num-envs 2 x --num-steps 16 = 64 observations" in result.stdout
-    run_dir = only_run_dir(workdir)
+    results = []  # one phase with a checkpoint after each iteration, then resumed at its end for a second phase
+
+    def run(*args, cwd):
+        results.append(run_script(*args, cwd=cwd))
+        return results[-1]
+
+    run_dir = check_checkpoint_and_resume(SCRIPT, ONE_PHASE, 1, workdir, run=run)
+    assert "global_step=" in results[0].stdout and "SPS=" in results[0].stdout
+    assert "auxiliary buffer: --n-iteration 2 x --num-envs 2 x --num-steps 16 = 64 observations" in results[0].stdout
+    # a phase's end spends the auxiliary buffer: its checkpoint keeps none of it
+    assert [len(rows) for rows in decode(read(str(run_dir / "checkpoint.pt"), SCRIPT)["state"]["aux_rows"][1])] == [0] * 3
     for tag in PPO_TAGS:
         assert list(read_scalars(str(run_dir), tag)[0]) == [32, 64, 96, 128], tag
     for tag in AUX_TAGS:  # once per auxiliary phase, at the end of its policy phase
@@ -138,6 +151,39 @@ def test_default_flags_run_two_phases(workdir):
     _, lengths = read_scalars(str(run_dir), "charts/episodic_length")
     assert len(lengths) >= 8 and max(lengths) <= 10
     assert not (workdir / "videos").exists()
+
+
+def test_a_run_killed_mid_phase_resumes_with_the_rollouts_of_its_phase(workdir):
+    # the checkpoint of iteration 3, the first of the second phase, is kept as the killed run left it (whatever the
+    # run wrote after it): the resumed run's auxiliary phase trains on that iteration's rollouts and its own
+    flags = [*ONE_PHASE, "--total-timesteps", 128, "--checkpoint-every", 1]
+    command = [sys.executable, str(SCRIPTS / SCRIPT), *map(str, flags)]
+    process = subprocess.Popen(command, cwd=workdir, env=script_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    seen, mid_phase, deadline = workdir / "seen.pt", None, time.time() + 600
+    while mid_phase is None and process.poll() is None and time.time() < deadline:
+        for path in workdir.glob("runs/*/checkpoint.pt"):
+            seen.write_bytes(path.read_bytes())  # whole: the module renames each checkpoint into place
+            if read(str(seen), SCRIPT)["global_step"] == 96:
+                mid_phase = path, seen.read_bytes()
+        time.sleep(0.01)
+    process.kill()
+    assert mid_phase is not None, f"no checkpoint seen at step 96: {process.communicate()[1][-2000:]}"
+    process.communicate()
+    path, data = mid_phase
+    path.write_bytes(data)
+    kind, rows = read(str(path), SCRIPT)["state"]["aux_rows"]
+    obs_rows, return_rows, valid_rows = decode(rows)  # the phase's 2 rollouts so far, one per env
+    assert kind == "value" and obs_rows.shape == (2, 16, 3, 64, 64) and return_rows.shape == valid_rows.shape == (2, 16)
+    assert obs_rows.any() and valid_rows.any()
+    # the buffer's rows are laid out by --num-envs: a phase cannot go on with another
+    refused = run_script(SCRIPT, "--resume", path.parent, "--num-envs", 4, cwd=workdir)
+    assert refused.returncode == 2 and "--num-envs cannot change on --resume" in refused.stderr, refused.stderr
+    check_ok(run_script(SCRIPT, "--resume", path.parent, cwd=workdir))
+    for tag in PPO_TAGS:
+        assert list(read_scalars(str(path.parent), tag)[0]) == [32, 64, 96, 128], tag
+    for tag in AUX_TAGS:
+        steps, values = read_scalars(str(path.parent), tag)
+        assert list(steps) == [64, 128] and all(math.isfinite(v) for v in values), tag
 
 
 def test_upstream_smoke_command_runs_as_written(workdir, fork_script):
@@ -171,6 +217,7 @@ def test_copied_file_with_video_save_evaluation_and_offline_tracking(tmp_path):
     [
         (["--n-iteration", 100000, "--total-timesteps", 10**15], "the auxiliary buffer needs 18853.8 GiB (and 1 GiB for"),
         (["--num-aux-rollouts", 0], "--n-iteration, --e-policy, --v-value, --e-auxiliary, --num-aux-rollouts, --n-aux-grad"),
+        (["--total-timesteps", 0], "--total-timesteps, --num-envs, --num-steps, --num-minibatches, --n-iteration, --e-policy"),
         (["--env-id", "starpilot"], "starpilot is not an envpool Procgen game; did you mean StarpilotEasy-v0? ppg_procgen.py"),
     ],
 )
