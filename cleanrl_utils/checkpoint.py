@@ -27,6 +27,9 @@ What a checkpoint holds (`runs/{run_name}/checkpoint.pt`, one `torch.save` file 
 - the flags (`dataclasses.asdict(args)`), the run name, the W&B run id, `global_step`, the cadence's count and
   whether training had finished.
 
+A resumed run films its episodes from number 0 again: the videos of the run so far move into
+`videos/{run_name}/until-global_step-{N}/` (and the same under `-eval`) instead of being written over.
+
 NumPy and JAX arrays are written as torch tensors that share their memory, so a replay memory of several GiB is
 written at disk speed without a copy (pickled NumPy arrays took 18x as long and 5x the memory).
 
@@ -371,6 +374,13 @@ class Checkpoint:
         vars(args).update(vars(given))
         self.saved, self.run_name = saved, saved["run_name"]
         self.existing = set(os.listdir(home))
+        for folder in (f"videos/{self.run_name}", f"videos/{self.run_name}-eval"):  # the resumed run's numbering starts at 0
+            earlier = sorted(name for name in os.listdir(folder) if name.endswith(".mp4")) if os.path.isdir(folder) else []
+            if earlier:
+                aside = os.path.join(folder, f"until-global_step-{saved['global_step']}")
+                os.makedirs(aside, exist_ok=True)
+                for name in earlier:
+                    os.replace(os.path.join(folder, name), os.path.join(aside, name))
         if saved["wandb_id"]:  # a tracked run goes on in the same W&B run
             os.environ.setdefault("WANDB_RUN_ID", saved["wandb_id"])
             os.environ.setdefault("WANDB_RESUME", "allow")
@@ -434,6 +444,7 @@ class Checkpoint:
                 restored[name] = restore(name, value, kind, decode(payload))
             else:
                 restored[name] = value
+        saved["state"] = None  # put back: not held a second time for the rest of the run (PPG's auxiliary rows: GBs)
         rng = decode(saved["rng"])
         set_random_state(rng["ranks"][_rank()] if "ranks" in rng else rng, self.envs)
         self.count, self.saved_step = saved["count"], saved["global_step"]

@@ -269,8 +269,8 @@ def assert_same(restored, saved, where):
             assert_same(r, s, f"{where}[{i}]")
     elif isinstance(saved, torch.Tensor):
         assert torch.equal(restored, saved), where
-    elif isinstance(saved, np.ndarray):
-        assert np.array_equal(restored, saved), where
+    elif isinstance(saved, np.ndarray) or type(saved).__module__.startswith("jax"):
+        assert np.array_equal(np.asarray(restored), np.asarray(saved)), where
     elif isinstance(saved, np.random.Generator):
         assert restored.bit_generator.state == saved.bit_generator.state, where
     else:
@@ -417,3 +417,13 @@ def test_a_list_of_live_objects_is_restored_item_by_item_in_place_and_another_co
     assert restored[0] is live[0] and restored[1] is live[1] and live[1].pos == 3
     with pytest.raises(CheckpointError, match=r"the saved obs_rms does not fit the flags given now \(2 items in the "):
         restore("obs_rms", [Memory(4)], kind, payload)
+
+
+def test_a_resumed_run_keeps_the_videos_of_the_run_so_far(folder, monkeypatch):
+    run_dir, _ = saved_run(monkeypatch, folder)
+    videos = folder / "videos" / run_dir.name
+    videos.mkdir(parents=True)
+    (videos / "rl-video-episode-0.mp4").write_bytes(b"first part")
+    new_run(monkeypatch, "--resume", run_dir)
+    assert (videos / "until-global_step-40" / "rl-video-episode-0.mp4").read_bytes() == b"first part"
+    assert not (videos / "rl-video-episode-0.mp4").exists()  # free for the resumed run's episode 0
