@@ -19,7 +19,6 @@ import sys
 import time
 from collections import deque
 from dataclasses import dataclass
-from typing import Optional
 
 import envpool
 import numpy as np
@@ -48,7 +47,7 @@ class Args:
     """if toggled, this experiment will be tracked with Weights and Biases"""
     wandb_project_name: str = "cleanRL"
     """the wandb's project name"""
-    wandb_entity: Optional[str] = None
+    wandb_entity: str | None = None
     """the entity (team) of wandb's project"""
     capture_video: bool = False
     """whether to capture videos of the agent performances (check out `videos` folder)"""
@@ -91,7 +90,7 @@ class Args:
     """coefficient of the value function (the sum of the extrinsic and intrinsic value losses)"""
     max_grad_norm: float = 0.5
     """the maximum norm for the gradient clipping"""
-    target_kl: Optional[float] = None
+    target_kl: float | None = None
     """the target KL divergence threshold (stops the epochs of an update early)"""
 
     update_proportion: float = 0.25
@@ -108,6 +107,10 @@ class Args:
     """the time limit of a game in agent steps (envpool's default; a cut game bootstraps, it is not terminal)"""
     episodic_life: bool = True
     """if toggled, a lost life ends the agent's (extrinsic) episode, as in CleanRL's published script (the paper: off)"""
+    checkpoint_every: int = 5
+    """write runs/{run_name}/checkpoint.pt every this many iterations (num_envs x num_steps steps) and at Ctrl-C; 0: never"""
+    resume: str | None = None
+    """continue the run saved in this run folder (or its checkpoint.pt), with its flags; flags given here override them"""
 
 
 STICKY_ACTION_PROBABILITY = 0.25  # of the v5 ids (Machado et al. 2018), which the paper also uses
@@ -116,9 +119,17 @@ STICKY_ACTION_PROBABILITY = 0.25  # of the v5 ids (Machado et al. 2018), which t
 def make_env(env_id, num_envs, seed, max_episode_steps, episodic_life, capture_video=False):  # sub-env i: seed + i
     # 84x84 gray frames, 4 stacked, 4 skipped, rewards clipped (info["reward"] keeps the game's). Autoreset is NEXT_STEP:
     # the step that ends a game returns its true final observation, the next one (a reset step) the new game's first
-    return envpool.make(env_id, env_type="gymnasium", num_envs=num_envs, seed=seed, episodic_life=episodic_life,
-                        reward_clip=True, repeat_action_probability=STICKY_ACTION_PROBABILITY,
-                        max_episode_steps=max_episode_steps, render_mode="rgb_array" if capture_video else None)
+    return envpool.make(
+        env_id,
+        env_type="gymnasium",
+        num_envs=num_envs,
+        seed=seed,
+        episodic_life=episodic_life,
+        reward_clip=True,
+        repeat_action_probability=STICKY_ACTION_PROBABILITY,
+        max_episode_steps=max_episode_steps,
+        render_mode="rgb_array" if capture_video else None,
+    )
 
 
 class GameVideoRecorder:  # films sub-env 0's games 0, 1, 8, 27, ..., 1000, 2000, ... (make it after `envs.reset()`)
@@ -323,21 +334,29 @@ def env_error(env_id):  # why this script cannot run `env_id` (cleanrl_utils/enj
 
 def validation_error(args):
     batch, mbs = args.num_envs * args.num_steps, max(args.num_minibatches, 1)
-    sizes = "num_envs num_steps num_minibatches update_epochs max_episode_steps".split()
+    sizes = "total_timesteps num_envs num_steps num_minibatches update_epochs max_episode_steps".split()
     checks = [
         (min(getattr(args, k) for k in sizes) < 1, f"--{', --'.join(k.replace('_', '-') for k in sizes)} must be at least 1"),
         (not 0 <= args.seed <= 2**31 - args.num_envs, f"--seed must be in [0, 2**31 - {args.num_envs}], got {args.seed}"),
-        (not re.fullmatch(r"[\w.-]{1,150}", args.exp_name) or "__" in args.exp_name,
-         f"--exp-name {args.exp_name!r} must be a folder name: up to 150 letters, digits, '.', '-' and single '_'"),
+        (
+            not re.fullmatch(r"[\w.-]{1,150}", args.exp_name) or "__" in args.exp_name,
+            f"--exp-name {args.exp_name!r} must be a folder name: up to 150 letters, digits, '.', '-' and single '_'",
+        ),
         (batch % mbs, f"the batch of {batch} steps does not split into --num-minibatches {args.num_minibatches}"),
-        (args.norm_adv and batch // mbs < 2,
-         "minibatches of 1 step cannot normalise advantages; use fewer --num-minibatches or --no-norm-adv"),
-        (not all(0 <= getattr(args, k) <= 1 for k in ("gamma", "int_gamma", "gae_lambda", "update_proportion")),
-         "--gamma, --int-gamma, --gae-lambda and --update-proportion must be in [0, 1]"),
-        (not 0 < args.learning_rate < 3.4e37,  # above, Adam's first step (lr / 0.1) overflows float32
-         f"--learning-rate must be positive and finite in float32, got {args.learning_rate}"),
+        (
+            args.norm_adv and batch // mbs < 2,
+            "minibatches of 1 step cannot normalise advantages; use fewer --num-minibatches or --no-norm-adv",
+        ),
+        (
+            not all(0 <= getattr(args, k) <= 1 for k in ("gamma", "int_gamma", "gae_lambda", "update_proportion")),
+            "--gamma, --int-gamma, --gae-lambda and --update-proportion must be in [0, 1]",
+        ),
+        (
+            not 0 < args.learning_rate < 3.4e37,  # above, Adam's first step (lr / 0.1) overflows float32
+            f"--learning-rate must be positive and finite in float32, got {args.learning_rate}",
+        ),
         (args.capture_video and not importlib.util.find_spec("moviepy"), "--capture-video needs moviepy: pip install moviepy"),
-    ]  # fmt: skip
+    ]
     return next((message for failed, message in checks if failed), None)
 
 
@@ -350,8 +369,14 @@ def exit_if(error):  # a message stops the run before anything is created (one l
 def evaluate(model_path, eval_episodes, run_name, device, capture_video=False):  # scores of games on training's settings
     checkpoint = torch.load(model_path, map_location=device, weights_only=True)  # playing needs no intrinsic reward
     saved = checkpoint["args"]  # envpool seeds are int32
-    envs = make_env(saved["env_id"], 1, (saved["seed"] + 100_000) % 2**31, saved["max_episode_steps"],
-                    saved["episodic_life"], capture_video)  # fmt: skip
+    envs = make_env(
+        saved["env_id"],
+        1,
+        (saved["seed"] + 100_000) % 2**31,
+        saved["max_episode_steps"],
+        saved["episodic_life"],
+        capture_video,
+    )
     agent = Agent(envs.single_action_space.n).to(device)
     agent.load_state_dict(checkpoint["model"])
     obs, recorder = envs.reset()[0], GameVideoRecorder(envs, f"videos/{run_name}-eval") if capture_video else None
@@ -371,10 +396,18 @@ def evaluate(model_path, eval_episodes, run_name, device, capture_video=False): 
 
 if __name__ == "__main__":
     args = tyro.cli(Args)
+    ckpt = None  # checkpoints, --resume and clean stops: cleanrl_utils/checkpoint.py, imported only when asked for
+    if (args.checkpoint_every or args.resume) and importlib.util.find_spec("cleanrl_utils"):
+        ckpt = importlib.import_module("cleanrl_utils.checkpoint").Checkpoint(SCRIPT, args)  # --resume: the saved flags
+    elif args.resume:
+        exit_if("--resume needs cleanrl_utils (pip install -e . in a cleanrl clone)")
+    elif args.checkpoint_every:  # a script copied alone trains without them
+        print(f"{SCRIPT}: checkpoints are off: they need cleanrl_utils (pip install -e . in a cleanrl clone)")
     exit_if(env_error(args.env_id) or validation_error(args))
-    exit_if((not os.access(".", os.W_OK) or shutil.disk_usage(".").free < 2**26) and f"cannot write runs/ in {os.getcwd()}")
+    if not os.access(".", os.W_OK) or shutil.disk_usage(".").free < 2**26:
+        exit_if(f"cannot write runs/ in {os.getcwd()}")
     if args.upload_model:  # the Hub upload is shared plumbing, in cleanrl_utils/huggingface.py
-        hub = importlib.util.find_spec("cleanrl_utils") and importlib.import_module("cleanrl_utils.huggingface")
+        hub = importlib.import_module("cleanrl_utils.huggingface") if importlib.util.find_spec("cleanrl_utils") else None
         exit_if(hub.upload_error(args) if hub else "--upload-model needs cleanrl_utils (pip install -e . in a cleanrl clone)")
     args.batch_size = int(args.num_envs * args.num_steps)
     args.minibatch_size = int(args.batch_size // args.num_minibatches)
@@ -383,37 +416,42 @@ if __name__ == "__main__":
         print(f"{SCRIPT}: warning: the run ends before its first gradient step (--total-timesteps below one batch)")
     elif args.total_timesteps % args.batch_size != 0:
         print(f"running {args.num_iterations * args.batch_size} steps: --total-timesteps rounded down to whole batches")
-
-    run_time = int(time.time())
+    run_time = int(time.time())  # a run that started in the same second owns that name; a resumed run keeps its own
     while os.path.exists(f"runs/{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"):
-        run_time += 1  # a run that started in the same second owns that name
-    run_name = f"{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"
+        run_time += 1
+    run_name = ckpt.run_name if args.resume else f"{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{run_time}"
     if args.track:
         import wandb
 
         try:  # with no API key, W&B would wait at a login prompt
             if wandb.setup().settings.mode in ("online", "run", "shared") and not wandb.login(prompt=False):
                 raise RuntimeError("no API key")
-            wandb.init(project=args.wandb_project_name, entity=args.wandb_entity, name=run_name, config=vars(args),
-                       sync_tensorboard=True, save_code=True)  # fmt: skip
+            wandb.init(
+                project=args.wandb_project_name,
+                entity=args.wandb_entity,
+                name=run_name,
+                config=vars(args),
+                sync_tensorboard=True,
+                save_code=True,
+            )
         except Exception as e:  # not logged in, no network, unknown entity: stop before anything is written
             reason = (str(e).splitlines() or [type(e).__name__])[0]
             exit_if(f"--track could not start a W&B run ({reason}); run `wandb login` or set WANDB_MODE=offline")
     writer = SummaryWriter(f"runs/{run_name}")
-    table = "\n".join(f"|{key}|{value}|" for key, value in vars(args).items())
-    writer.add_text("hyperparameters", f"|param|value|\n|-|-|\n{table}")
+    writer.add_text("hyperparameters", "|param|value|\n|-|-|\n" + "\n".join(f"|{k}|{v}|" for k, v in vars(args).items()))
     uploaded_videos = set()  # W&B gets each finished video once (the videos are written by this script)
-
     random.seed(args.seed)
     np.random.seed(args.seed)
     torch.manual_seed(args.seed)
     torch.backends.cudnn.deterministic = args.torch_deterministic
     device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
-
-    envs = make_env(args.env_id, args.num_envs, args.seed, args.max_episode_steps, args.episodic_life, args.capture_video)
+    env_seed = (args.seed + (ckpt.saved["global_step"] if args.resume else 0)) % 2**31  # a resumed run plays new episodes
+    envs = make_env(args.env_id, args.num_envs, env_seed, args.max_episode_steps, args.episodic_life, args.capture_video)
     n_actions = envs.single_action_space.n
-    print(f"{args.env_id} (envpool): frame skip 4, sticky-action probability {STICKY_ACTION_PROBABILITY:g}, episodic life "
-          f"{'on' if args.episodic_life else 'off'}, time limit {args.max_episode_steps} agent steps, rewards clipped")
+    print(
+        f"{args.env_id} (envpool): frame skip 4, sticky-action probability {STICKY_ACTION_PROBABILITY:g}, episodic life "
+        f"{'on' if args.episodic_life else 'off'}, time limit {args.max_episode_steps} agent steps, rewards clipped"
+    )
     agent = Agent(n_actions).to(device)
     rnd_model = RNDModel().to(device)
     # one optimizer and one gradient clip for the agent and the predictor (the target stays as initialised)
@@ -425,8 +463,9 @@ if __name__ == "__main__":
     reward_filter = RewardForwardFilter(args.int_gamma, args.num_envs, device=device)
 
     # observation statistics from random play, of the RND networks' inputs: the next frames of steps not reset steps
-    init_steps = args.num_iterations_obs_norm_init * args.num_steps
-    print(f"initialising the observation statistics with {init_steps * args.num_envs} random steps (not in global_step)")
+    init_steps = 0 if args.resume else args.num_iterations_obs_norm_init * args.num_steps  # a resumed run has its own
+    if init_steps:
+        print(f"initialising the observation statistics with {init_steps * args.num_envs} random steps (not in global_step)")
     envs.reset()
     next_done = np.zeros(args.num_envs, dtype=bool)
     for _ in range(init_steps):
@@ -438,15 +477,16 @@ if __name__ == "__main__":
     next_frames = torch.zeros((args.num_steps, args.num_envs) + frame_shape, dtype=torch.uint8).to(device)
     actions = torch.zeros((args.num_steps, args.num_envs), dtype=torch.long).to(device)
     logprobs, rewards, dones, terminations, ext_values, int_values = torch.zeros((6, args.num_steps, args.num_envs)).to(device)
-    global_step = 0
-    start_time = last_print = time.time()
-    recent_returns = deque(maxlen=20)
+    global_step, recent_returns = 0, deque(maxlen=20)
+    if ckpt:  # a checkpoint holds these and every random generator; --resume loads them back here
+        ckpt.start(writer, envs, globals(), "agent rnd_model optimizer obs_rms reward_rms reward_filter global_step")
+    start_time, start_step, last_print = time.time(), global_step, time.time()
     game_returns = np.zeros(args.num_envs)  # the game score so far (info["reward"], unclipped) of each env
     next_obs = torch.as_tensor(envs.reset()[0], device=device)  # fresh games: no random play in scores and videos
     prev_done = torch.zeros(args.num_envs, device=device)
     recorder = GameVideoRecorder(envs, f"videos/{run_name}") if args.capture_video else None
-
-    for iteration in range(1, args.num_iterations + 1):
+    # ---- ALGO LOGIC: the training loop (rollout, novelty, two-stream GAE, PPO and RND updates); the set-up ends here ----
+    for iteration in range(global_step // args.batch_size + 1, args.num_iterations + 1):
         if args.anneal_lr:
             frac = 1.0 - (iteration - 1.0) / args.num_iterations
             optimizer.param_groups[0]["lr"] = frac * args.learning_rate
@@ -577,7 +617,7 @@ if __name__ == "__main__":
             if args.target_kl is not None and approx_kl > args.target_kl:
                 break
 
-        sps = int(global_step / (time.time() - start_time))
+        sps = int((global_step - start_step) / (time.time() - start_time))
         writer.add_scalar("charts/learning_rate", optimizer.param_groups[0]["lr"], global_step)
         writer.add_scalar("losses/value_loss", v_loss.item(), global_step)
         writer.add_scalar("losses/ext_value_loss", ext_v_loss.item(), global_step)
@@ -598,12 +638,17 @@ if __name__ == "__main__":
             last_print = time.time()
             recent = f"{np.mean(recent_returns):.2f}" if recent_returns else "n/a"
             left = (args.num_iterations - iteration) * args.batch_size / max(sps, 1)  # seconds, at the current speed
-            print(f"global_step={global_step}, {global_step / args.total_timesteps:.1%} of {args.total_timesteps}, "
-                  f"episodic_return(last {len(recent_returns)})={recent}, SPS={sps}, "
-                  f"{left // 3600:.0f}:{time.strftime('%M:%S', time.gmtime(left))} left", flush=True)  # fmt: skip
+            print(
+                f"global_step={global_step}, {global_step / args.total_timesteps:.1%} of {args.total_timesteps}, "
+                f"episodic_return(last {len(recent_returns)})={recent}, SPS={sps}, "
+                f"{left // 3600:.0f}:{time.strftime('%M:%S', time.gmtime(left))} left",
+                flush=True,
+            )
             for path in sorted(set(glob.glob(f"videos/{run_name}/*.mp4")) - uploaded_videos) if args.track else []:
                 uploaded_videos.add(path)
                 wandb.log({"videos": wandb.Video(path, format="mp4")})
+        if ckpt:  # at its cadence, at the end, and after Ctrl-C or SIGTERM, which then ends the run here
+            ckpt.step(iteration, last=iteration == args.num_iterations)
     envs.close()
 
     if args.save_model:

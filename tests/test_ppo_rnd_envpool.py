@@ -7,9 +7,11 @@ import pytest
 import torch
 
 from budgets import VARIANT_TINY
+from cleanrl_utils.checkpoint import capture, decode, encode, read, restore
 from cleanrl_utils.report import read_scalars
 from conftest import (
     PPO_TAGS,
+    check_checkpoint_and_resume,
     check_ok,
     check_refused,
     check_warns_and_runs,
@@ -53,6 +55,16 @@ def test_running_mean_std_merges_batches_exactly():
     assert rms.count == 5 and float(rms.mean) == pytest.approx(3.6) and float(rms.var) == pytest.approx(4.64)
     rms.update(t([]))  # nothing new (e.g. a rollout of reset steps only) changes nothing
     assert rms.count == 5 and float(rms.var) == pytest.approx(4.64)
+
+
+def test_running_statistics_come_back_from_a_checkpoint_into_their_live_tensors():
+    # copied into the tensors the run already has, so that a CUDA run's statistics stay on its GPU
+    saved, live = rnd.RunningMeanStd((1, 2)), rnd.RunningMeanStd((1, 2))
+    saved.update(torch.tensor([[[0, 10]], [[4, 10]]], dtype=torch.uint8))
+    mean, var = live.mean, live.var
+    restore("obs_rms", live, *decode(encode(capture(saved))))
+    assert live.mean is mean and live.var is var and live.count == 2
+    assert live.mean.tolist() == [[2.0, 10.0]] and live.var.tolist() == [[4.0, 0.0]]
 
 
 def test_running_mean_std_is_per_pixel():
@@ -223,21 +235,34 @@ def test_make_env_settings():
 # --- the script ----------------------------------------------------------------------------------------------
 
 
-def test_default_flags_log_every_tag_once_per_iteration(workdir):
-    result = run_script(SCRIPT, *TINY, cwd=workdir)
-    check_ok(result)
+def test_default_flags_log_every_tag_once_per_iteration_and_resume(workdir):
+    results = []  # the run with a checkpoint after each iteration, then its resume for two more (128 more steps)
+
+    def run(*args, cwd):
+        results.append(run_script(*args, cwd=cwd))
+        return results[-1]
+
+    run_dir = check_checkpoint_and_resume(SCRIPT, TINY, 1, workdir, run=run)
+    result, resumed = results
     assert "global_step=" in result.stdout and "SPS=" in result.stdout
     assert "sticky-action probability 0.25, episodic life on, time limit 40 agent steps" in result.stdout
-    run_dir = only_run_dir(workdir)
     for tag in PPO_TAGS + RND_TAGS:
         steps, values = read_scalars(str(run_dir), tag)
-        assert list(steps) == [64, 128], tag
+        assert list(steps) == [64, 128, 192, 256], tag
     # both envs' first games are cut at 40 steps, at global step 80 plus 2 for each reset step after a lost life
-    # (those do not count as game steps); the score is the game's own
+    # (those do not count as game steps); the resumed run starts new games, cut 80 to 90 steps after its start at 128;
+    # the score is the game's own
     steps, lengths = read_scalars(str(run_dir), "charts/episodic_length")
-    assert list(lengths) == [40, 40] and all(80 <= step <= 90 and step % 2 == 0 for step in steps), list(steps)
-    assert len(read_scalars(str(run_dir), "charts/episodic_return")[0]) == 2
+    assert list(lengths) == [40] * 4 and all(step % 2 == 0 for step in steps), list(steps)
+    assert all(80 <= step <= 90 for step in steps[:2]) and all(208 <= step <= 218 for step in steps[2:]), list(steps)
+    assert len(read_scalars(str(run_dir), "charts/episodic_return")[0]) == 4
     assert not (workdir / "videos").exists()
+    # the observation statistics come from the checkpoint, not from more random play; they go on counting frames
+    assert "initialising the observation statistics" in result.stdout
+    assert "initialising the observation statistics" not in resumed.stdout
+    state = read(str(run_dir / "checkpoint.pt"), SCRIPT)["state"]
+    assert {"agent", "rnd_model", "optimizer", "obs_rms", "reward_rms", "reward_filter"} <= set(state)
+    assert state["obs_rms"][1]["count"] > 256  # the first run's init and rollouts (about 190) and the resumed part's
 
 
 def test_upstream_smoke_command_runs_as_written(workdir, fork_script):
@@ -270,6 +295,10 @@ REFUSED = [
     (["--update-proportion", 1.5], IN_0_1),
     (["--int-gamma", -0.1], IN_0_1),
     (["--max-episode-steps", 0], "--update-epochs, --max-episode-steps must be at least 1"),
+    (
+        ["--total-timesteps", 0],
+        "--total-timesteps, --num-envs, --num-steps, --num-minibatches, --update-epochs, --max-episode",
+    ),
     (["--num-minibatches", 3], "the batch of 16384 steps does not split into --num-minibatches 3"),
 ]
 
