@@ -316,6 +316,10 @@ class Checkpoint:
     the training state as a dict (see the module's text), read at each checkpoint; it must hold "global_step".
     `step(count, last)` is called once per turn of the loop, with `count` in the cadence's unit
     (`args.checkpoint_every` counts the same thing) and `last` True on the final turn.
+
+    Public attributes: `run_name` (the resumed run's, else None) and `saved`, the checkpoint being resumed as `read`
+    returned it (None on a fresh run), for what a script must know before `start`, e.g. the step that seeds envs
+    made at once (envpool).
     """
 
     def __init__(self, script, args, fixed=("env_id",)):
