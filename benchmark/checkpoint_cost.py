@@ -2,7 +2,8 @@
 write it (the module's atomic write: torch.save, fsync, rename) and to read it back, and the lines the script
 spends on checkpoints.
 
-    OMP_NUM_THREADS=1 python benchmark/checkpoint_cost.py [--scripts a.py b.py ...] [--fill] [--out FILE.md]
+    OMP_NUM_THREADS=1 python benchmark/checkpoint_cost.py [--scripts a.py b.py ...] [--fill] [--teachers DIR]
+        [--out FILE.md]
 
 Each script runs with its default flags (plus --checkpoint-every 1, so that the module is in use) up to the moment
 its training loop would start: everything it would checkpoint then exists at its default size (networks, optimizers,
@@ -26,22 +27,10 @@ import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-# one script of each family, and the ones with the largest state
-DEFAULT_SCRIPTS = [
-    "ppo.py",
-    "ppo_atari.py",
-    "ppo_atari_lstm.py",
-    "ppo_trxl.py",
-    "ppo_continuous_action.py",
-    "ppo_atari_envpool.py",
-    "ppo_atari_envpool_xla_jax_scan.py",
-    "dqn.py",
-    "dqn_atari.py",
-    "rainbow_atari.py",
-    "sac_continuous_action.py",
-    "td3_continuous_action_jax.py",
-    "c51_atari_jax.py",
-]
+SCRIPTS = sorted(p.name for p in (REPO / "cleanrl").glob("*.py") if p.name != "__init__.py")
+# the QDagger scripts load a DQN teacher before their loop: `--teachers` is a folder of trained ones, laid out as
+# benchmark/same_values.py leaves them (DIR/dqn_atari/runs/*/dqn_atari.cleanrl_model)
+TEACHERS = {"qdagger_dqn_atari_impalacnn.py": "dqn_atari", "qdagger_dqn_atari_jax_impalacnn.py": "dqn_atari_jax"}
 
 DRIVER = r"""
 import json, statistics, sys, time
@@ -106,10 +95,13 @@ def lines_spent(path):
     return spent
 
 
-def measure(script, fill):
+def measure(script, fill, teachers):
     with tempfile.TemporaryDirectory() as cwd:
         command = [sys.executable, "-c", DRIVER, str(REPO / "cleanrl" / script), "1" if fill else "0"]
         command += ["--checkpoint-every", "1"]
+        if script in TEACHERS and teachers:
+            found = sorted(Path(teachers).glob(f"{TEACHERS[script]}/runs/*/{TEACHERS[script]}.cleanrl_model"))
+            command += ["--teacher-model-path", str(found[0].resolve())] if found else []
         env = os.environ | {"OMP_NUM_THREADS": "1", "WANDB_MODE": "disabled", "SDL_VIDEODRIVER": "dummy"}
         done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True)
         if done.returncode != 0:
@@ -123,13 +115,14 @@ def mib(n):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--scripts", nargs="*", default=DEFAULT_SCRIPTS)
+    parser.add_argument("--scripts", nargs="*", default=SCRIPTS, help="script file names (default: all)")
+    parser.add_argument("--teachers", help="a folder of trained DQN teachers for the QDagger scripts (see TEACHERS)")
     parser.add_argument("--fill", action="store_true", help="write into every page of the replay memories first")
     parser.add_argument("--out", help="also write the table to this Markdown file")
     args = parser.parse_args()
     rows = ["| script | training state | size | write | read | lines spent |", "|---|---|---|---|---|---|"]
     for script in args.scripts:
-        result = measure(script, args.fill)
+        result = measure(script, args.fill, args.teachers)
         spent = lines_spent(REPO / "cleanrl" / script)
         if "error" in result:
             rows.append(f"| {script} | {result['error']} | - | - | - | {spent} |")
