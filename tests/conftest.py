@@ -283,6 +283,31 @@ def check_checkpoint_and_resume(script, flags, every, cwd, run=None):
     return run_dir
 
 
+def stopped_in_phase(script, phase, flags, cwd, out):
+    """Runs a QDagger script with `flags` in `cwd` (stdout to the file `out`) and stops it with SIGTERM in `phase`:
+    "teacher" once the teacher's score is printed (it then plays), "offline" once the first checkpoint is written
+    (at an offline gradient step). Returns the run's checkpoint, written at the stop, as `checkpoint.read` gives it."""
+    import signal
+    import time
+
+    from cleanrl_utils.checkpoint import read
+
+    command = [sys.executable, str(SCRIPTS / script), *map(str, flags)]
+    with open(out, "w") as stdout:
+        process = subprocess.Popen(command, cwd=cwd, env=script_env(), stdout=stdout, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 300
+    while process.poll() is None and time.time() < deadline:
+        if phase == "teacher" and "mean episodic return" in Path(out).read_text():
+            break
+        if phase == "offline" and list(Path(cwd).glob("runs/*/checkpoint.pt")):
+            break
+        time.sleep(0.05)
+    process.send_signal(signal.SIGTERM)
+    _, stderr = process.communicate(timeout=300)
+    assert process.returncode == 143 and "stopped by SIGTERM at global_step 0; saved in " in stderr, stderr[-2000:]
+    return read(str(only_run_dir(cwd) / "checkpoint.pt"), script)
+
+
 def read_checkpoint(path):
     """A checkpoint written by --save-model: a torch script's loads with weights_only=True and holds tensors under
     "model"; a JAX script's (`*_jax*.py`) is a flax msgpack file whose "model" leaves are all numpy arrays."""

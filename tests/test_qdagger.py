@@ -5,10 +5,6 @@ goes on there (the teacher plays again where the checkpoint has no memory); the 
 teacher that cannot be had stops the run before anything is created."""
 
 import math
-import signal
-import subprocess
-import sys
-import time
 
 import gymnasium as gym
 import pytest
@@ -18,7 +14,6 @@ from budgets import QDAGGER_TINY as TINY
 from cleanrl_utils.checkpoint import read
 from cleanrl_utils.report import read_scalars
 from conftest import (
-    SCRIPTS,
     check_checkpoint_and_resume,
     check_ok,
     load_script,
@@ -26,6 +21,7 @@ from conftest import (
     run_copied_alone,
     run_script,
     script_env,
+    stopped_in_phase,
 )
 
 SCRIPT = "qdagger_dqn_atari_impalacnn.py"
@@ -265,26 +261,6 @@ def test_copied_file_runs_every_output_path(teacher_path, tmp_path):
     assert list((tmp_path / "alone" / "videos").glob("*-teacher/*.mp4"))
 
 
-def stopped_in(phase, flags, cwd, out):
-    """Runs the script with `flags` in `cwd` and stops it with SIGTERM in `phase`: "teacher" once the teacher's score is
-    printed (it then plays), "offline" once the first checkpoint is written (at an offline gradient step). Returns
-    the run's checkpoint, written at the stop."""
-    command = [sys.executable, str(SCRIPTS / SCRIPT), *map(str, flags)]
-    with open(out, "w") as stdout:
-        process = subprocess.Popen(command, cwd=cwd, env=script_env(), stdout=stdout, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 300
-    while process.poll() is None and time.time() < deadline:
-        if phase == "teacher" and "mean episodic return" in out.read_text():
-            break
-        if phase == "offline" and list(cwd.glob("runs/*/checkpoint.pt")):
-            break
-        time.sleep(0.05)
-    process.send_signal(signal.SIGTERM)
-    _, stderr = process.communicate(timeout=300)
-    assert process.returncode == 143 and "stopped by SIGTERM at global_step 0; saved in " in stderr, stderr[-2000:]
-    return read(str(only_run_dir(cwd) / "checkpoint.pt"), SCRIPT)
-
-
 @pytest.mark.parametrize(
     "phase,memory",
     [("teacher", "--checkpoint-memory"), ("offline", "--checkpoint-memory"), ("offline", "--no-checkpoint-memory")],
@@ -294,7 +270,7 @@ def test_a_run_stopped_in_a_phase_goes_on_there(phase, memory, teacher_path, wor
     teacher_steps, offline_steps = (3000, 10) if phase == "teacher" else (64, 220)
     flags = ["--teacher-model-path", teacher_path, *TINY, "--total-timesteps", 64, "--offline-eval-episodes", 0]
     flags += ["--teacher-steps", teacher_steps, "--offline-steps", offline_steps, "--checkpoint-every", 110, memory]
-    saved = stopped_in(phase, flags, workdir, tmp_path / "out.txt")
+    saved = stopped_in_phase(SCRIPT, phase, flags, workdir, tmp_path / "out.txt")
     teacher_step, offline_step = saved["state"]["teacher_step"][1], saved["state"]["offline_step"][1]
     if phase == "teacher":
         assert 0 < teacher_step < teacher_steps and offline_step == 0 and saved["count"] == 0

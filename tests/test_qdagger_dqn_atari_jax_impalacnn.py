@@ -7,10 +7,6 @@ TeacherQNetwork's initial parameters in the file format of dqn_atari_jax.py --sa
 
 import functools
 import inspect
-import signal
-import subprocess
-import sys
-import time
 
 import flax.serialization
 import jax
@@ -23,7 +19,6 @@ from budgets import QDAGGER_TINY as TINY
 from cleanrl_utils.checkpoint import read
 from cleanrl_utils.report import read_scalars
 from conftest import (
-    SCRIPTS,
     check_checkpoint_and_resume,
     check_ok,
     check_refused,
@@ -32,6 +27,7 @@ from conftest import (
     run_copied_alone,
     run_script,
     script_env,
+    stopped_in_phase,
 )
 from jax_parity import check_restored_jax_state
 
@@ -385,26 +381,6 @@ def test_a_run_without_an_online_gradient_step_runs_with_one_warning(jax_teacher
     assert read_scalars(str(only_run_dir(tmp_path)), "losses/loss")[0].size == 0
 
 
-def stopped_in(phase, flags, cwd, out):
-    """Runs the script with `flags` in `cwd` and stops it with SIGTERM in `phase`: "teacher" once the teacher's score is
-    printed (it then plays), "offline" once the first checkpoint is written (at an offline gradient step). Returns
-    the run's checkpoint, written at the stop."""
-    command = [sys.executable, str(SCRIPTS / SCRIPT), *map(str, flags)]
-    with open(out, "w") as stdout:
-        process = subprocess.Popen(command, cwd=cwd, env=script_env(), stdout=stdout, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 300
-    while process.poll() is None and time.time() < deadline:
-        if phase == "teacher" and "mean episodic return" in out.read_text():
-            break
-        if phase == "offline" and list(cwd.glob("runs/*/checkpoint.pt")):
-            break
-        time.sleep(0.05)
-    process.send_signal(signal.SIGTERM)
-    _, stderr = process.communicate(timeout=300)
-    assert process.returncode == 143 and "stopped by SIGTERM at global_step 0; saved in " in stderr, stderr[-2000:]
-    return read(str(only_run_dir(cwd) / "checkpoint.pt"), SCRIPT)
-
-
 @pytest.mark.parametrize(
     "phase,memory",
     [("teacher", "--checkpoint-memory"), ("offline", "--checkpoint-memory"), ("offline", "--no-checkpoint-memory")],
@@ -417,7 +393,7 @@ def test_a_run_stopped_in_a_phase_goes_on_there(phase, memory, jax_teacher_path,
     flags += ["--teacher-steps", teacher_steps, "--offline-steps", offline_steps, "--checkpoint-every", 110, memory]
     workdir = tmp_path / "work"
     workdir.mkdir()
-    saved = stopped_in(phase, flags, workdir, tmp_path / "out.txt")
+    saved = stopped_in_phase(SCRIPT, phase, flags, workdir, tmp_path / "out.txt")
     teacher_step, offline_step = saved["state"]["teacher_step"][1], saved["state"]["offline_step"][1]
     if phase == "teacher":
         assert 0 < teacher_step < teacher_steps and offline_step == 0 and saved["count"] == 0
