@@ -7,11 +7,12 @@ spends on checkpoints.
 
 Each script runs with its default flags (plus --checkpoint-every 1, so that the module is in use) up to the moment
 its training loop would start: everything it would checkpoint then exists at its default size (networks, optimizers,
-a replay memory of the default --buffer-size). The driver then writes the checkpoint 3 times through the module
-(`Checkpoint.save`) and reads it 3 times (`cleanrl_utils.checkpoint.read`); medians are reported. A replay memory
-is written whole, filled or not (its arrays are allocated at start); `--fill` first writes into every page, so the
-memory is resident as in a long run (it takes that much RAM). Reads follow writes, so they come from the page cache:
-what a resume on the same machine takes, not a cold read from a network disk.
+a replay memory of the default --buffer-size; a torch optimizer takes one step with zero gradients first, which
+moves no weight but allocates its state, as a running job has it). The driver then writes the checkpoint 3 times
+through the module (`Checkpoint.save`) and reads it 3 times (`cleanrl_utils.checkpoint.read`); medians are reported.
+A replay memory is written whole, filled or not (its arrays are allocated at start); `--fill` first writes into
+every page, so the memory is resident as in a long run (it takes that much RAM). Reads follow writes, so they come
+from the page cache: what a resume on the same machine takes, not a cold read from a network disk.
 
 Lines spent: the formatted lines of the script (`ruff format --line-length 127`) that mention `ckpt`, the
 `checkpoint_every`/`checkpoint_memory`/`resume` fields and their docstrings, and the copied-alone branch.
@@ -30,11 +31,14 @@ REPO = Path(__file__).resolve().parents[1]
 SCRIPTS = sorted(p.name for p in (REPO / "cleanrl").glob("*.py") if p.name != "__init__.py")
 # the QDagger scripts load a DQN teacher before their loop: `--teachers` is a folder of trained ones, laid out as
 # benchmark/same_values.py leaves them (DIR/dqn_atari/runs/*/dqn_atari.cleanrl_model)
+# ppo_trxl.py's default task (Memory Gym) does not install beside Gymnasium 1.x: its other task family stands in
+FLAGS = {"ppo_trxl.py": ["--env-id", "ProofofMemory-v0"]}
 TEACHERS = {"qdagger_dqn_atari_impalacnn.py": "dqn_atari", "qdagger_dqn_atari_jax_impalacnn.py": "dqn_atari_jax"}
 
 DRIVER = r"""
 import json, statistics, sys, time
 import numpy as np
+import torch
 import cleanrl_utils.checkpoint as module
 script, fill, *args = sys.argv[1:]
 sys.argv = [script, *args]
@@ -59,6 +63,14 @@ try:
 except AtTheLoop:
     pass
 ckpt = run["ckpt"]
+# torch optimizers allocate their state (Adam's two moments per weight) at their first step: take one with zero
+# gradients, which moves no weight, so the state is there at its full size as in a running job
+for name in ckpt.names:
+    if isinstance(run[name], torch.optim.Optimizer):
+        for group in run[name].param_groups:
+            for p in group["params"]:
+                p.grad = torch.zeros_like(p)
+        run[name].step()
 if fill == "1" and "rb" in ckpt.names:
     for value in vars(run["rb"]).values():
         if isinstance(value, np.ndarray) and value.size > 1_000_000:
@@ -98,7 +110,7 @@ def lines_spent(path):
 def measure(script, fill, teachers):
     with tempfile.TemporaryDirectory() as cwd:
         command = [sys.executable, "-c", DRIVER, str(REPO / "cleanrl" / script), "1" if fill else "0"]
-        command += ["--checkpoint-every", "1"]
+        command += ["--checkpoint-every", "1", *FLAGS.get(script, [])]
         if script in TEACHERS and teachers:
             found = sorted(Path(teachers).glob(f"{TEACHERS[script]}/runs/*/{TEACHERS[script]}.cleanrl_model"))
             command += ["--teacher-model-path", str(found[0].resolve())] if found else []
