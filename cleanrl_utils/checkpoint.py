@@ -414,6 +414,10 @@ class Checkpoint:
             except CheckpointError as e:
                 self._undo()
                 _refuse(self.script, e)
+            if _rank() == 0:
+                print(
+                    f"{self.script}: resuming {self.run_dir} from its checkpoint at global_step {self.saved_step}", flush=True
+                )
         for signum in (signal.SIGINT, signal.SIGTERM):
             signal.signal(signum, self._on_signal)
         self.training = True

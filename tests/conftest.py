@@ -270,7 +270,9 @@ def check_checkpoint_and_resume(script, flags, every, cwd, run=None):
     run_dir = only_run_dir(cwd)
     first = read(str(run_dir / "checkpoint.pt"), Path(script).name)
     assert first["finished"] and 0 < first["global_step"] <= total, {k: first[k] for k in ("finished", "global_step")}
-    check_ok(run(script, "--resume", run_dir, "--total-timesteps", 2 * total, cwd=cwd))  # the saved flags, a larger budget
+    resumed = run(script, "--resume", run_dir, "--total-timesteps", 2 * total, cwd=cwd)  # the saved flags, a larger budget
+    check_ok(resumed)
+    assert f"from its checkpoint at global_step {first['global_step']}" in resumed.stdout  # the resume says where from
     assert only_run_dir(cwd) == run_dir and len(list(run_dir.glob("events.out.tfevents.*"))) == 2
     second = read(str(run_dir / "checkpoint.pt"), Path(script).name)
     assert second["finished"] and first["global_step"] < second["global_step"] <= 2 * total
@@ -345,6 +347,17 @@ def procgen_missing():
     except ImportError as e:
         return (str(e).splitlines() or ["cannot load envpool's Procgen games"])[0]
     return None
+
+
+IN_CI = os.environ.get("CI") == "true"
+
+
+def missing_tool(reason):
+    """A test that needs a tool this machine lacks skips, saying `reason`. Under CI (`CI=true`), where `.ci/run`
+    installs the tool, it fails instead: a CI run that tested less than it should is not green."""
+    if IN_CI:
+        pytest.fail(f"CI=true: {reason}; .ci/run installs it, so this run tested less than CI must", pytrace=False)
+    pytest.skip(reason)
 
 
 def load_script(name):
