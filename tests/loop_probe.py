@@ -1,0 +1,120 @@
+"""Runs a script's own training loop on a stand-in env and keeps what the loop computed, for tests to check by hand.
+
+    python tests/loop_probe.py REQUEST.json OUT.pkl
+
+REQUEST: {"script": path, "args": [...], "stop_at": a global name or null, "keep": [expressions],
+          "value": an expression or null, "sample": an int or null, "watch": {name: expression} (optional)}
+
+The script runs as `python SCRIPT ARGS` would run it, in this process, with two additions:
+- every `reset` and `step` of its gymnasium vector env is recorded as the loop received it: observations, rewards,
+  terminations, truncations and the true final observations of the episodes that ended, and the stand-in's own
+  [episode, t, raw reward] of each (its info, which a script's normalising wrappers leave alone), and the value of
+  each `watch` expression (e.g. a checksum of a network's weights) as the step is asked for;
+- with `stop_at`, the run stops at the first line of the script's top level where that global name is bound (e.g.
+  `returns`, bound once the first rollout's advantages are computed, before any update changes a weight).
+
+At the stop (or the end of the run) the driver keeps the values of the expressions in `keep`, evaluated in the
+script's globals (tensors and JAX arrays as NumPy); evaluates `value`, an expression of the script's globals that
+maps a NumPy batch of observations to their values, on every recorded observation and final observation; and with
+`sample` draws that many transitions from the script's replay memory `rb` (`rb.sample(n)`: obs, actions, rewards,
+next_obs, dones). OUT holds
+{"steps": [...], "reset": obs, "kept": {...}, "values": {...}, "sample": (...)}.
+"""
+
+import json
+import os
+import pickle
+import sys
+
+import gymnasium as gym
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import standin_envs  # noqa: E402,F401  (registers the stand-ins)
+
+
+class Stop(Exception):
+    pass
+
+
+def as_numpy(value):
+    if hasattr(value, "detach"):
+        return value.detach().cpu().numpy()
+    if type(value).__module__.startswith("jax"):
+        return np.asarray(value)
+    return value
+
+
+def main():
+    request, out_path = json.load(open(sys.argv[1])), sys.argv[2]
+    script = os.path.abspath(request["script"])
+    recorded = {"reset": None, "steps": []}
+    run = {"__name__": "__main__", "__file__": script}  # the script's globals
+
+    reset, step = gym.vector.SyncVectorEnv.reset, gym.vector.SyncVectorEnv.step
+
+    def recording_reset(self, **kwargs):
+        obs, infos = reset(self, **kwargs)
+        recorded["reset"], recorded["reset_ids"] = np.array(obs), np.array(infos["standin"])
+        return obs, infos
+
+    def recording_step(self, actions):
+        watched = {name: float(eval(expression, run)) for name, expression in request.get("watch", {}).items()}
+        obs, rewards, terminations, truncations, infos = step(self, actions)
+        ended = terminations | truncations
+        final = {int(i): np.array(infos["final_obs"][i]) for i in np.nonzero(ended)[0]}
+        final_ids = {int(i): np.array(infos["final_info"]["standin"][i]) for i in np.nonzero(ended)[0]}
+        recorded["steps"].append(
+            {"obs": np.array(obs), "rewards": np.array(rewards), "terminations": np.array(terminations)}
+            | {"truncations": np.array(truncations), "final_obs": final}
+            | {"ids": np.array(infos["standin"]), "final_ids": final_ids, "watch": watched}
+        )
+        return obs, rewards, terminations, truncations, infos
+
+    gym.vector.SyncVectorEnv.reset, gym.vector.SyncVectorEnv.step = recording_reset, recording_step
+
+    code = compile(open(script).read(), script, "exec")
+
+    def at_line(frame, event, arg):
+        if event == "line" and request["stop_at"] in frame.f_globals:
+            raise Stop
+        return at_line
+
+    def tracer(frame, event, arg):
+        return at_line if frame.f_code is code else None
+
+    sys.argv = [script, *request["args"]]
+    sys.path[0] = os.path.dirname(script)
+    if request["stop_at"]:
+        sys.settrace(tracer)
+    try:
+        exec(code, run)
+    except Stop:
+        pass
+    finally:
+        sys.settrace(None)
+
+    result = {
+        "reset": recorded["reset"],
+        "reset_ids": recorded["reset_ids"],
+        "steps": recorded["steps"],
+        "values": {},
+        "sample": None,
+    }
+    result["kept"] = {name: as_numpy(eval(name, run)) for name in request["keep"]}
+    if request["value"]:
+        value = eval(request["value"], run)
+        obs = np.concatenate([recorded["reset"]] + [s["obs"] for s in recorded["steps"]])
+        result["values"]["obs"] = np.asarray(as_numpy(value(obs))).reshape(len(recorded["steps"]) + 1, -1)
+        finals = [(k, i, o) for k, s in enumerate(recorded["steps"]) for i, o in s["final_obs"].items()]
+        if finals:
+            values = np.asarray(as_numpy(value(np.stack([o for _, _, o in finals])))).reshape(-1)
+            result["values"]["final"] = {(k, i): float(v) for (k, i, _), v in zip(finals, values)}
+    if request["sample"]:
+        result["sample"] = tuple(np.asarray(as_numpy(x)) for x in run["rb"].sample(request["sample"]))
+    with open(out_path, "wb") as f:
+        pickle.dump(result, f)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,141 @@
+"""Proof that the tests bite: plants each known bug class in a temporary copy of the repository, runs the tests that
+should catch it there, and prints caught or missed for each.
+
+    python tests/mutations.py [NAME ...]      # all, or the named mutations; --list names them
+
+Run on demand, not in the default suite (pytest collects only test_*.py). A mutation is one textual change to one
+file, checked to apply exactly once, so a refactor that moves the code makes the tool fail loudly instead of
+planting nothing. Caught: one of the named tests fails on the copy (they pass on the unchanged repository, which CI checks).
+Exit status: 0 when every mutation is caught, 1 otherwise.
+"""
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+WIRING = "tests/test_loop_wiring.py"
+
+# name: (file, the text as it stands, the bug planted in its place, the tests that must catch it)
+MUTATIONS = {
+    "truncation valued at the reset observation": (
+        "cleanrl/ppo.py",
+        'np.stack(infos["final_obs"][truncated])',
+        "next_obs.numpy()[truncated]",
+        [f"{WIRING}::test_on_policy_advantages_bootstrap_a_time_limit_from_the_true_final_observation[ppo.py]"],
+    ),
+    "truncation treated as termination": (
+        "cleanrl/dqn.py",
+        "self.dones[self.pos] = terminations[i]",
+        "self.dones[self.pos] = terminations[i] or truncations[i]",
+        [f"{WIRING}::test_off_policy_targets_bootstrap_a_time_limit_and_not_a_termination[dqn.py]"],
+    ),
+    "termination bootstrapped": (
+        "cleanrl/sac_continuous_action.py",
+        "return rewards + gamma * (1.0 - dones) * (torch.min(",
+        "return rewards + gamma * (torch.min(",
+        [
+            "tests/test_continuous_pieces.py",
+            f"{WIRING}::test_off_policy_targets_bootstrap_a_time_limit_and_not_a_termination[sac_continuous_action.py]",
+        ],
+    ),
+    "the action clamp with dimension 0's bounds": (
+        "cleanrl/td3_continuous_action.py",
+        "noise * exploration_noise * action_scale, action_low, action_high)",
+        "noise * exploration_noise * action_scale, action_low[0], action_high[0])",
+        ["tests/test_continuous_pieces.py"],
+    ),
+    "the log-prob Jacobian's sign": (
+        "cleanrl/sac_continuous_action.py",
+        "return (gaussian - log_det).sum(dim=1)",
+        "return (gaussian + log_det).sum(dim=1)",
+        ["tests/test_continuous_pieces.py"],
+    ),
+    "the ε schedule ending early": (
+        "cleanrl/dqn.py",
+        "start_e + (end_e - start_e) * min(t / duration, 1.0)",
+        "start_e + (end_e - start_e) * min(2 * t / duration, 1.0)",
+        ["tests/test_dqn_pieces.py"],
+    ),
+    "the target network copied every step": (
+        "cleanrl/dqn.py",
+        "for _ in range(steps_crossed(previous_step, global_step, args.target_network_frequency)):",
+        "for _ in range(1):",
+        [f"{WIRING}::test_updates_move_the_q_network_and_the_target_network_only_at_its_cadence[dqn.py]"],
+    ),
+    "the C51 projection's neighbour weights swapped": (
+        "cleanrl/c51.py",
+        "next_pmfs * (1.0 - upper_weight))\n    return target_pmfs.scatter_add_(1, upper, next_pmfs * upper_weight)",
+        "next_pmfs * upper_weight)\n    return target_pmfs.scatter_add_(1, upper, next_pmfs * (1.0 - upper_weight))",
+        [
+            "tests/test_c51_projection.py",
+            f"{WIRING}::test_off_policy_targets_bootstrap_a_time_limit_and_not_a_termination[c51.py]",
+        ],
+    ),
+    "the replay memory's next observation taken from the next episode": (
+        "cleanrl/dqn.py",
+        "final_obs[i] if terminations[i] or truncations[i] else next_obs[i]",
+        "next_obs[i]",
+        [f"{WIRING}::test_off_policy_targets_bootstrap_a_time_limit_and_not_a_termination[dqn.py]"],
+    ),
+}
+
+
+def plant(copy, path, old, new):
+    text = (copy / path).read_text()
+    if text.count(old) != 1:
+        sys.exit(f"mutations: {path} holds {text.count(old)} copies of the text to change, not 1; update MUTATIONS")
+    (copy / path).write_text(text.replace(old, new))
+
+
+def run(name):
+    path, old, new, tests = MUTATIONS[name]
+    with tempfile.TemporaryDirectory(prefix="cleanrl-mutation-") as tmp:
+        copy = Path(tmp) / "repo"
+        ignore = shutil.ignore_patterns(".git", ".venv", "runs", "videos", "__pycache__", "site")
+        shutil.copytree(REPO, copy, ignore=ignore)
+        plant(copy, path, old, new)
+        start = time.monotonic()
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-x", "-m", "not learning", *tests],
+            cwd=copy,
+            capture_output=True,
+            text=True,
+            env=os.environ | {"PYTHONPATH": str(copy)},
+        )
+        # with -x under xdist a failure ends as "interrupted" (2): read the summary line, not only the code
+        failed = done.returncode != 0 and re.search(r"\b\d+ failed\b", done.stdout) is not None
+        if done.returncode != 0 and not failed:
+            sys.exit(f"mutations: pytest could not run the tests of {name!r}:\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
+        return failed, time.monotonic() - start
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("names", nargs="*", help="mutations to plant (default: all)")
+    parser.add_argument("--list", action="store_true", help="print the mutations' names and stop")
+    args = parser.parse_args()
+    if args.list:
+        print("\n".join(MUTATIONS))
+        return 0
+    unknown = [n for n in args.names if n not in MUTATIONS]
+    if unknown:
+        print(f"mutations: unknown {unknown[0]!r}; --list names them", file=sys.stderr)
+        return 2
+    missed = 0
+    for name in args.names or MUTATIONS:
+        caught, seconds = run(name)
+        missed += not caught
+        print(f"{'caught' if caught else 'MISSED'}  {name}  ({seconds:.0f} s)", flush=True)
+    print(f"{len(args.names or MUTATIONS) - missed} of {len(args.names or MUTATIONS)} caught")
+    return 1 if missed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,250 @@
+"""Truncation and termination through each script's own loop (issue 32).
+
+Each script runs itself on a stand-in env (tests/standin_envs.py: episodes that terminate or hit a 5-step time limit
+at known steps, observations that say their step), driven by tests/loop_probe.py. The checks:
+- on-policy: the first rollout's advantages and returns, against GAE computed here by hand from what the env gave
+  the loop and the critic's values. A truncated step must bootstrap from V(its true final observation), a
+  terminated one from 0, and neither carries the next episode's advantage back;
+- off-policy: transitions drawn from the replay memory at the end of a short run. `next_obs` must be the step after
+  `obs` in the same episode (at a time limit, the true final observation), `done` the termination only, and the
+  reward the one the env gave for that step.
+"""
+
+import json
+import pickle
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from standin_envs import TERMINATE_AT, TIME_LIMIT, decode, reward, terminates
+
+REPO = Path(__file__).resolve().parents[1]
+PROBE = Path(__file__).with_name("loop_probe.py")
+GAMMA, LAMBDA = 0.99, 0.95
+
+
+def probe(tmp_path, script, args, stop_at=None, keep=(), value=None, sample=None, watch=None):
+    request = {"script": str(REPO / "cleanrl" / script), "args": args, "stop_at": stop_at, "keep": list(keep)}
+    request |= {"value": value, "sample": sample, "watch": watch or {}}
+    (tmp_path / "request.json").write_text(json.dumps(request))
+    done = subprocess.run(
+        [sys.executable, str(PROBE), "request.json", "out.pkl"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={"OMP_NUM_THREADS": "1", "WANDB_MODE": "disabled", "PATH": "/usr/bin:/bin", "JAX_PLATFORMS": "cpu"},
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return pickle.loads((tmp_path / "out.pkl").read_bytes())
+
+
+def check_episodes(result):
+    """The stand-in played its pattern: each step's termination and truncation where its episode says, and the
+    loop went on with the next episode's first step. Read from the stand-in's own info (what a script's wrappers
+    may normalise, the observations and rewards, is what the loop used and what the checks below compare)."""
+    ids = [result["reset_ids"]] + [s["ids"] for s in result["steps"]]
+    for k, s in enumerate(result["steps"]):
+        episode, t = ids[k][:, 0].astype(int), ids[k][:, 1].astype(int)
+        for i in range(len(episode)):
+            assert s["terminations"][i] == terminates(episode[i], t[i] + 1)
+            assert s["truncations"][i] == (not s["terminations"][i] and t[i] + 1 == TIME_LIMIT)
+            if s["terminations"][i] or s["truncations"][i]:
+                final = s["final_ids"][i]
+                assert (final[0], final[1], final[2]) == (episode[i], t[i] + 1, pytest.approx(reward(t[i])))
+                assert tuple(ids[k + 1][i, :2]) == (episode[i] + 1, 0)  # the loop goes on with the next episode
+            else:
+                assert (ids[k + 1][i, 0], ids[k + 1][i, 1]) == (episode[i], t[i] + 1)
+                assert ids[k + 1][i, 2] == pytest.approx(reward(t[i]))
+    assert any(s["terminations"].any() for s in result["steps"]) and any(s["truncations"].any() for s in result["steps"])
+
+
+def gae_by_hand(result, gamma=GAMMA, lam=LAMBDA):
+    """Advantages (T, N) by the definition (Schulman et al. 2016, eq. 16), episode by episode: δ_t = r_t + γ V(s_t+1)
+    - V(s_t) with V(s_t+1) = 0 past a termination and V(true final observation) past a time limit; A_t sums
+    (γλ)^l δ_t+l up to the end of the episode or of the rollout (there V of the next observation bootstraps)."""
+    steps, values = result["steps"], result["values"]["obs"]
+    T, N = len(steps), values.shape[1]
+    advantages = np.zeros((T, N))
+    for i in range(N):
+        after = 0.0
+        for k in reversed(range(T)):
+            s = steps[k]
+            if s["terminations"][i]:
+                next_value, after = 0.0, 0.0
+            elif s["truncations"][i]:
+                next_value, after = result["values"]["final"][(k, i)], 0.0
+            else:
+                next_value = values[k + 1, i]
+            delta = s["rewards"][i] + gamma * next_value - values[k, i]
+            advantages[k, i] = after = delta + gamma * lam * after
+    return advantages, advantages + values[:T]
+
+
+TORCH_VALUE = "lambda o: agent.get_value(torch.as_tensor(o, dtype=torch.float32)).flatten()"
+ON_POLICY = {
+    "ppo.py": ("StandinDiscrete-v0", []),
+    "ppo_continuous_action.py": ("StandinContinuous-v0", ["--num-minibatches", "4"]),
+    "rpo_continuous_action.py": ("StandinContinuous-v0", ["--num-minibatches", "4"]),
+}
+
+
+@pytest.mark.parametrize("script", ON_POLICY)
+def test_on_policy_advantages_bootstrap_a_time_limit_from_the_true_final_observation(script, tmp_path):
+    env_id, extra = ON_POLICY[script]
+    args = ["--env-id", env_id, "--num-envs", "2", "--num-steps", "16", "--total-timesteps", "64", *extra]
+    result = probe(tmp_path, script, args, stop_at="returns", keep=["advantages", "returns"], value=TORCH_VALUE)
+    check_episodes(result)
+    advantages, returns = gae_by_hand(result)
+    np.testing.assert_allclose(result["kept"]["advantages"], advantages, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(result["kept"]["returns"], returns, rtol=1e-4, atol=1e-5)
+
+
+def q_lambda_by_hand(result, gamma=GAMMA, lam=0.65):
+    """Q(λ) returns (T, N) by the recursion (Peng and Williams 1996; PQN, Gallici et al. 2024):
+    G_t = r_t + γ [λ G_t+1 + (1 − λ) max Q(s_t+1)], with G_t = r_t past a termination, r_t + γ max Q(true final
+    observation) past a time limit, and r_t + γ max Q(s_T) at the rollout's last step."""
+    steps, values = result["steps"], result["values"]["obs"]
+    T, N = len(steps), values.shape[1]
+    returns = np.zeros((T, N))
+    for i in range(N):
+        for k in reversed(range(T)):
+            s = steps[k]
+            if s["terminations"][i]:
+                bootstrap = 0.0
+            elif s["truncations"][i]:
+                bootstrap = result["values"]["final"][(k, i)]
+            elif k == T - 1:
+                bootstrap = values[T, i]
+            else:
+                bootstrap = lam * returns[k + 1, i] + (1 - lam) * values[k + 1, i]
+            returns[k, i] = s["rewards"][i] + gamma * bootstrap
+    return returns
+
+
+def test_pqn_q_lambda_returns_bootstrap_a_time_limit_from_the_true_final_observation(tmp_path):
+    args = ["--env-id", "StandinDiscrete-v0", "--num-envs", "2", "--num-steps", "16", "--total-timesteps", "64"]
+    value = "lambda o: q_network(torch.as_tensor(o, dtype=torch.float32)).max(dim=1).values"
+    result = probe(tmp_path, "pqn.py", [*args, "--num-minibatches", "4"], stop_at="returns", keep=["returns"], value=value)
+    check_episodes(result)
+    np.testing.assert_allclose(result["kept"]["returns"], q_lambda_by_hand(result), rtol=1e-4, atol=1e-5)
+
+
+BATCH = ["b_obs", "b_rewards", "b_next_obs", "b_dones"]
+# per script: the env, its flags, the global its first target is bound to, and what of the loop gives V(s') of the
+# batch's next observations, before the (1 - done) bootstrap
+OFF_POLICY = {
+    "dqn.py": ("StandinDiscrete-v0", [], "td_targets", ["target_max"], lambda k: k["target_max"]),
+    "c51.py": ("StandinDiscrete-v0", [], "target_pmfs", ["next_pmfs", "target_network.atoms"], None),
+    "sac_continuous_action.py": (
+        "StandinContinuous-v0",
+        [],
+        "next_q_value",
+        ["qf1_next_target", "qf2_next_target", "next_state_log_pi", "alpha"],
+        lambda k: (
+            np.minimum(k["qf1_next_target"], k["qf2_next_target"]).reshape(-1)
+            - k["alpha"] * k["next_state_log_pi"].reshape(-1)
+        ),
+    ),
+    "td3_continuous_action.py": (
+        "StandinContinuous-v0",
+        [],
+        "next_q_value",
+        ["qf1_next_target", "qf2_next_target"],
+        lambda k: np.minimum(k["qf1_next_target"], k["qf2_next_target"]),
+    ),
+    "ddpg_continuous_action.py": (
+        "StandinContinuous-v0",
+        [],
+        "next_q_value",
+        ["qf1_next_target"],
+        lambda k: k["qf1_next_target"],
+    ),
+}
+# the JAX scripts compute their targets inside a jitted update: their memories are checked, drawn after the run
+OFF_POLICY_MEMORY = {
+    "dqn_jax.py": "StandinDiscrete-v0",
+    "c51_jax.py": "StandinDiscrete-v0",
+    "sac_continuous_action_jax.py": "StandinContinuous-v0",
+    "td3_continuous_action_jax.py": "StandinContinuous-v0",
+    "ddpg_continuous_action_jax.py": "StandinContinuous-v0",
+}
+OFF_POLICY_FLAGS = ["--total-timesteps", "60", "--learning-starts", "40", "--buffer-size", "1000", "--batch-size", "64"]
+
+
+def check_memory(obs, rewards, next_obs, dones):
+    """Transitions from a replay memory: `next_obs` is the step after `obs` in the same episode (at a time limit,
+    the true final observation), `done` the termination only, the reward the one the env gave for that step.
+    Returns the hand-made (rewards, terminations)."""
+    (episode, t), (next_episode, next_t) = decode(obs), decode(next_obs)
+    np.testing.assert_array_equal(next_episode, episode)
+    np.testing.assert_array_equal(next_t, t + 1)
+    terminated = np.array([terminates(e, n) for e, n in zip(episode, next_t)], dtype=np.float64)
+    np.testing.assert_array_equal(np.asarray(dones).reshape(-1), terminated)
+    np.testing.assert_allclose(np.asarray(rewards).reshape(-1), reward(t), rtol=1e-6)
+    assert (next_t == TIME_LIMIT).any() and (next_t == TERMINATE_AT).any()  # both kinds of ending were drawn
+    return reward(t), terminated
+
+
+def c51_target_by_hand(rewards, terminated, next_pmfs, atoms, gamma=GAMMA):
+    """The categorical projection (Bellemare et al. 2017, Algorithm 1) of r + γ (1 − done) z onto the atoms."""
+    dz = atoms[1] - atoms[0]
+    target = np.zeros_like(next_pmfs)
+    for b in range(len(rewards)):
+        for j, z in enumerate(atoms):
+            tz = np.clip(rewards[b] + gamma * (1 - terminated[b]) * z, atoms[0], atoms[-1])
+            pos = (tz - atoms[0]) / dz
+            low, up = int(np.floor(pos)), int(np.ceil(pos))
+            if low == up:
+                target[b, low] += next_pmfs[b, j]
+            else:
+                target[b, low] += next_pmfs[b, j] * (up - pos)
+                target[b, up] += next_pmfs[b, j] * (pos - low)
+    return target
+
+
+@pytest.mark.parametrize("script", OFF_POLICY)
+def test_off_policy_targets_bootstrap_a_time_limit_and_not_a_termination(script, tmp_path):
+    env_id, extra, target, keep, next_value = OFF_POLICY[script]
+    args = ["--env-id", env_id, *OFF_POLICY_FLAGS, *extra]
+    result = probe(tmp_path, script, args, stop_at=target, keep=[*BATCH, target, *keep])
+    check_episodes(result)
+    kept = result["kept"]
+    rewards, terminated = check_memory(*(kept[name] for name in BATCH))
+    if script == "c51.py":
+        expected = c51_target_by_hand(rewards, terminated, kept["next_pmfs"], kept["target_network.atoms"])
+    else:
+        expected = rewards + GAMMA * (1 - terminated) * np.asarray(next_value(kept)).reshape(-1)
+    np.testing.assert_allclose(np.asarray(kept[target]).reshape(expected.shape), expected, rtol=1e-5, atol=1e-5)
+
+
+CHECKSUM = "float(sum(p.double().abs().sum() for p in {}.parameters()))"
+
+
+@pytest.mark.parametrize("script", ["dqn.py", "c51.py"])
+def test_updates_move_the_q_network_and_the_target_network_only_at_its_cadence(script, tmp_path):
+    """With one env, the loop's iteration k (global_step k -> k + 1) takes a gradient step where k + 1 passes
+    --learning-starts and is a multiple of --train-frequency, and copies the Q-network into the target network
+    where k + 1 is a multiple of --target-network-frequency past --learning-starts."""
+    learning_starts, train_frequency, target_frequency = 10, 2, 8
+    args = ["--env-id", "StandinDiscrete-v0", "--total-timesteps", "41", "--buffer-size", "100", "--batch-size", "8"]
+    args += ["--learning-starts", str(learning_starts), "--train-frequency", str(train_frequency)]
+    args += ["--target-network-frequency", str(target_frequency)]
+    watch = {"q": CHECKSUM.format("q_network"), "target": CHECKSUM.format("target_network")}
+    result = probe(tmp_path, script, args, watch=watch)
+    series = {name: [s["watch"][name] for s in result["steps"]] for name in watch}
+    moved = {name: [k for k in range(len(v) - 1) if v[k + 1] != v[k]] for name, v in series.items()}
+    steps = range(len(result["steps"]) - 1)
+    assert moved["q"] == [k for k in steps if k + 1 > learning_starts and (k + 1) % train_frequency == 0]
+    assert moved["target"] == [k for k in steps if k + 1 > learning_starts and (k + 1) % target_frequency == 0]
+    assert len(moved["target"]) >= 3
+
+
+@pytest.mark.parametrize("script", OFF_POLICY_MEMORY)
+def test_off_policy_memory_keeps_the_true_next_observation_and_termination_only(script, tmp_path):
+    result = probe(tmp_path, script, ["--env-id", OFF_POLICY_MEMORY[script], *OFF_POLICY_FLAGS], sample=256)
+    check_episodes(result)
+    obs, _, rewards, next_obs, dones = result["sample"]
+    check_memory(obs, rewards, next_obs, dones)
