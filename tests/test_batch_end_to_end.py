@@ -31,7 +31,7 @@ import pytest
 
 import containers
 from aws_emulator import REGION, client_env, moto_server
-from conftest import REPO, stop_process
+from conftest import REPO, missing_tool, stop_process
 from test_terraform import MIRROR_ROOTS, PROVIDER, copy_stack, provider_mirror, terraform_env, write_mirror_config
 
 pytestmark = pytest.mark.xdist_group("containers")
@@ -63,7 +63,9 @@ def missing_piece():
 @pytest.fixture(scope="module")
 def workdir(tmp_path_factory):
     reason = missing_piece()
-    if reason:
+    if reason and reason == containers.missing_tools():  # the container tools come with .ci/run
+        missing_tool(reason)
+    if reason:  # terraform and its provider mirror come with the machine
         pytest.skip(reason)
     return tmp_path_factory.mktemp("batch-e2e")
 

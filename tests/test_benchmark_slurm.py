@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from cleanrl_utils.benchmark import plan_runs, render_slurm_script, slurm_cpus_per_task
-from conftest import REPO, check_ok, script_env
+from conftest import REPO, check_ok, missing_tool, script_env
 
 TEMPLATE = REPO / "benchmark" / "slurm_template.sh"
 # a stand-in for a training script: writes its arguments as JSON
@@ -241,9 +241,9 @@ def slurm_cluster():
     dir; yields the environment (SLURM_CONF) its clients need. Stops the daemons by PID afterwards."""
     missing = [p for p in SLURM_PROGRAMS if shutil.which(p, path=SBIN_PATH) is None]
     if missing:
-        pytest.skip(f"Slurm is not installed (no {', '.join(missing)}; Debian: apt-get install slurm-wlm)")
+        missing_tool(f"Slurm is not installed (no {', '.join(missing)}; Debian: apt-get install slurm-wlm)")
     if os.geteuid() != 0:
-        pytest.skip("the test cluster's slurmd runs jobs as root and must be started as root")
+        missing_tool("the test cluster's slurmd runs jobs as root and must be started as root")
     # a short folder: slurmd puts unix sockets in its spool dir, whose paths have a 108-byte limit
     base = Path(tempfile.mkdtemp(prefix="slurm-", dir="/tmp"))
     node = socket.gethostname().split(".")[0]

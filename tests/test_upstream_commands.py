@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, procgen_missing, script_env
+from conftest import REPO, missing_tool, procgen_missing, script_env
 from hub_standin import HubStandIn
 
 TSV = Path(__file__).with_name("upstream_test_commands.tsv")
@@ -91,7 +91,7 @@ def test_upstream_command_runs_as_written(entry, workdir, request, tmp_path):
     test_file, command = entry
     words = shlex.split(command)
     if test_file == "test_procgen.py" and procgen_missing() is not None:
-        pytest.skip(f"envpool Procgen: {procgen_missing()}")
+        missing_tool(f"envpool Procgen: {procgen_missing()}")
     if words[:2] == ["uv", "run"]:
         words = words[2:]  # upstream's environment manager; the project's virtual environment is ours
     program = {"python": sys.executable, "torchrun": str(BIN / "torchrun")}[words[0]]
