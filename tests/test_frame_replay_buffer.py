@@ -13,13 +13,6 @@ from conftest import load_script
 ATARI_SCRIPTS = ["dqn_atari", "c51_atari", "qdagger_dqn_atari_impalacnn", "sac_atari"]
 
 
-def script_or_skip(name):
-    try:
-        return load_script(name)
-    except FileNotFoundError:
-        pytest.skip(f"{name}.py not written yet")
-
-
 def short_breakout():
     """Breakout with a short time limit (raw frames), so its episodes are truncated as well as terminated (life loss)."""
     env_id = "BreakoutShortNoFrameskip-v4"
@@ -95,7 +88,7 @@ def test_a_wrapped_buffer_never_samples_stacks_that_reach_into_newer_frames():
 
 @pytest.mark.parametrize("script", ATARI_SCRIPTS)
 def test_rebuilt_stacks_equal_the_env_observations_on_a_real_game(script):
-    module = script_or_skip(script)
+    module = load_script(script)
     num_envs, capacity, steps = 2, 120, 400
     envs = vector_env(module, short_breakout(), num_envs)  # truncations as well as life losses (terminations)
     envs.action_space.seed(0)
