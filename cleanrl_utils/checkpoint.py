@@ -376,6 +376,7 @@ class Checkpoint:
         if getattr(given, "learning_starts", None) == moved:
             self.learning_starts = saved.get("learning_starts", moved)
         vars(args).update(vars(given))
+        self.every = max(int(getattr(args, "checkpoint_every", 0) or 0), 0)  # the saved cadence, unless given now
         self.saved, self.run_name = saved, saved["run_name"]
         self.existing = set(os.listdir(home))
         for folder in (f"videos/{self.run_name}", f"videos/{self.run_name}-eval"):  # the resumed run's numbering starts at 0
