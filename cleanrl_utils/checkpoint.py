@@ -324,7 +324,6 @@ class Checkpoint:
 
     def __init__(self, script, args, fixed=("env_id",)):
         self.script, self.args = os.path.basename(script), args
-        self.every = max(int(getattr(args, "checkpoint_every", 0) or 0), 0)
         self.saved = self.run_name = None
         self.stop = None  # the signal that ends the run at the next step()
         self.training = False
@@ -339,6 +338,8 @@ class Checkpoint:
                 self._resolve(fixed)
             except CheckpointError as e:
                 _refuse(self.script, e)
+        # read once the saved flags are in: a resumed run keeps its own cadence unless the command line gives one
+        self.every = max(int(getattr(args, "checkpoint_every", 0) or 0), 0)
 
     def _resolve(self, fixed):
         import tyro
@@ -376,7 +377,6 @@ class Checkpoint:
         if getattr(given, "learning_starts", None) == moved:
             self.learning_starts = saved.get("learning_starts", moved)
         vars(args).update(vars(given))
-        self.every = max(int(getattr(args, "checkpoint_every", 0) or 0), 0)  # the saved cadence, unless given now
         self.saved, self.run_name = saved, saved["run_name"]
         self.existing = set(os.listdir(home))
         for folder in (f"videos/{self.run_name}", f"videos/{self.run_name}-eval"):  # the resumed run's numbering starts at 0

@@ -52,21 +52,20 @@ runtime = "runc"
 
 
 def missing_piece():
-    """Why this machine cannot run the test, or None."""
+    """Skips the test where a piece that comes with the machine (terraform, its provider mirror) is missing;
+    returns why the container tools, which .ci/run installs, are missing, or None."""
     if shutil.which("terraform") is None:
-        return "terraform is not installed (needs >= 1.11, see terraform/README.md)"
+        pytest.skip("terraform is not installed (needs >= 1.11, see terraform/README.md)")
     if provider_mirror() is None:
-        return f"no local filesystem mirror of {PROVIDER} 5.x in {', '.join(MIRROR_ROOTS)} (CLEANRL_TF_PLUGIN_MIRROR)"
+        pytest.skip(f"no local filesystem mirror of {PROVIDER} 5.x in {', '.join(MIRROR_ROOTS)} (CLEANRL_TF_PLUGIN_MIRROR)")
     return containers.missing_tools()
 
 
 @pytest.fixture(scope="module")
 def workdir(tmp_path_factory):
     reason = missing_piece()
-    if reason and reason == containers.missing_tools():  # the container tools come with .ci/run
+    if reason:
         missing_tool(reason)
-    if reason:  # terraform and its provider mirror come with the machine
-        pytest.skip(reason)
     return tmp_path_factory.mktemp("batch-e2e")
 
 
