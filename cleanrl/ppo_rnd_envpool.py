@@ -503,6 +503,8 @@ if __name__ == "__main__":
             logprobs[step] = logprob
 
             next_obs, reward, termination, truncation, infos = envs.step(action.cpu().numpy())
+            # a game over on the time limit's last step comes as truncated only; it is still a terminal state
+            termination = termination | infos["terminated"].astype(bool)
             rewards[step] = torch.as_tensor(reward, dtype=torch.float32, device=device)
             terminations[step] = torch.as_tensor(termination, dtype=torch.float32, device=device)
             # dones[step]: the episode ended at this step (upstream's dones[step]: one began at it)

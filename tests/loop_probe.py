@@ -3,13 +3,14 @@
     python tests/loop_probe.py REQUEST.json OUT.pkl
 
 REQUEST: {"script": path, "args": [...], "stop_at": a global name or null, "keep": [expressions],
-          "value": an expression or null, "sample": an int or null, "watch": {name: expression} (optional)}
+          "value": an expression or null, "sample": an int or null, "watch": {name: expression} (optional),
+          "envpool": true to make `envpool.make` give tests/standin_envs.py's EnvpoolStandinAtari (optional)}
 
 The script runs as `python SCRIPT ARGS` would run it, in this process, with two additions:
-- every `reset` and `step` of its gymnasium vector env is recorded as the loop received it: observations, rewards,
-  terminations, truncations and the true final observations of the episodes that ended, and the stand-in's own
-  [episode, t, raw reward] of each (its info, which a script's normalising wrappers leave alone), and the value of
-  each `watch` expression (e.g. a checksum of a network's weights) as the step is asked for;
+- every `reset` and `step` of its gymnasium vector env (or envpool stand-in) is recorded as the loop received it:
+  observations, rewards, terminations, truncations and the true final observations of the episodes that ended,
+  the stand-in's own [episode, t, raw reward] of each (its info, which a script's normalising wrappers leave
+  alone), and the value of each `watch` expression (e.g. a checksum of a network's weights) as the step is asked for;
 - with `stop_at`, the run stops at the first line of the script's top level where that global name is bound (e.g.
   `returns`, bound once the first rollout's advantages are computed, before any update changes a weight).
 
@@ -55,7 +56,7 @@ def main():
 
     def recording_reset(self, **kwargs):
         obs, infos = reset(self, **kwargs)
-        recorded["reset"], recorded["reset_ids"] = np.array(obs), np.array(infos["standin"])
+        recorded["reset"], recorded["reset_ids"] = np.array(obs), np.array(infos.get("standin", []))
         return obs, infos
 
     def recording_step(self, actions):
@@ -63,15 +64,39 @@ def main():
         obs, rewards, terminations, truncations, infos = step(self, actions)
         ended = terminations | truncations
         final = {int(i): np.array(infos["final_obs"][i]) for i in np.nonzero(ended)[0]}
-        final_ids = {int(i): np.array(infos["final_info"]["standin"][i]) for i in np.nonzero(ended)[0]}
+        final_ids = {
+            int(i): np.array(infos["final_info"]["standin"][i])
+            for i in np.nonzero(ended)[0]
+            if "standin" in infos.get("final_info", {})
+        }
         recorded["steps"].append(
             {"obs": np.array(obs), "rewards": np.array(rewards), "terminations": np.array(terminations)}
             | {"truncations": np.array(truncations), "final_obs": final}
-            | {"ids": np.array(infos["standin"]), "final_ids": final_ids, "watch": watched}
+            | {"ids": np.array(infos.get("standin", [])), "final_ids": final_ids, "watch": watched}
         )
         return obs, rewards, terminations, truncations, infos
 
     gym.vector.SyncVectorEnv.reset, gym.vector.SyncVectorEnv.step = recording_reset, recording_step
+
+    class RecordingEnvpool(standin_envs.EnvpoolStandinAtari):  # NEXT_STEP: an ended step's obs is its final obs
+        def reset(self, **kwargs):
+            obs, infos = super().reset(**kwargs)
+            recorded["reset"], recorded["reset_ids"] = obs.copy(), np.array([])
+            return obs, infos
+
+        def step(self, actions):
+            watched = {name: float(eval(expression, run)) for name, expression in request.get("watch", {}).items()}
+            obs, rewards, terminations, truncations, infos = super().step(actions)
+            recorded["steps"].append(
+                {"obs": obs.copy(), "rewards": rewards, "terminations": terminations, "truncations": truncations}
+                | {"game_over": infos["terminated"].astype(bool), "watch": watched}
+            )
+            return obs, rewards, terminations, truncations, infos
+
+    if request.get("envpool"):
+        import envpool
+
+        envpool.make = RecordingEnvpool
 
     code = compile(open(script).read(), script, "exec")
 
@@ -106,7 +131,7 @@ def main():
         value = eval(request["value"], run)
         obs = np.concatenate([recorded["reset"]] + [s["obs"] for s in recorded["steps"]])
         result["values"]["obs"] = np.asarray(as_numpy(value(obs))).reshape(len(recorded["steps"]) + 1, -1)
-        finals = [(k, i, o) for k, s in enumerate(recorded["steps"]) for i, o in s["final_obs"].items()]
+        finals = [(k, i, o) for k, s in enumerate(recorded["steps"]) for i, o in s.get("final_obs", {}).items()]
         if finals:
             values = np.asarray(as_numpy(value(np.stack([o for _, _, o in finals])))).reshape(-1)
             result["values"]["final"] = {(k, i): float(v) for (k, i, _), v in zip(finals, values)}

@@ -84,6 +84,36 @@ MUTATIONS = {
         "next_obs[i]",
         [f"{WIRING}::test_off_policy_targets_bootstrap_a_time_limit_and_not_a_termination[dqn.py]"],
     ),
+    "truncation valued at the reset observation (Atari)": (
+        "cleanrl/ppo_atari.py",
+        'np.stack(infos["final_obs"][truncated])',
+        "next_obs[truncated]",
+        [f"{WIRING}::test_atari_advantages_bootstrap_a_time_limit_from_the_true_final_frames[ppo_atari.py]"],
+    ),
+    "the replay memory's next observation taken from the next episode (frame memory)": (
+        "cleanrl/dqn_atari.py",
+        "            if ended:\n                self._write_frame(e, final_obs[e][-1], first=False)",
+        "            if False:\n                self._write_frame(e, final_obs[e][-1], first=False)",
+        [f"{WIRING}::test_atari_off_policy_targets_bootstrap_a_time_limit_and_not_a_life_lost[dqn_atari.py]"],
+    ),
+    "the frame stack carried across an episode's end (frame memory)": (
+        "cleanrl/c51_atari.py",
+        "self._write_frame(e, next_obs[e, -1], first=ended)",
+        "self._write_frame(e, next_obs[e, -1], first=False)",
+        [f"{WIRING}::test_atari_off_policy_targets_bootstrap_a_time_limit_and_not_a_life_lost[c51_atari.py]"],
+    ),
+    "a game over on the time limit's last step bootstrapped (envpool)": (
+        "cleanrl/ppo_atari_envpool.py",
+        'termination = termination | infos["terminated"].astype(bool)',
+        "termination = termination",
+        [f"{WIRING}::test_envpool_advantages_mask_reset_steps_and_bootstrap_only_a_time_limit"],
+    ),
+    "the reset step after an episode's end taken as a transition (envpool)": (
+        "cleanrl/ppo_atari_envpool.py",
+        "    advantages = advantages * valid\n",
+        "",
+        [f"{WIRING}::test_envpool_advantages_mask_reset_steps_and_bootstrap_only_a_time_limit"],
+    ),
 }
 
 

@@ -11,10 +11,18 @@ observations and rewards.
 
 Registered on import: `StandinDiscrete-v0` (Discrete(3) actions) and `StandinContinuous-v0` (Box actions with
 different bounds per dimension).
+
+`StandinAtari-v0` is an ale-py Atari game to the Atari scripts' wrappers (an `ale_py.AtariEnv` with lives, action
+meanings and 210x160 RGB frames) that plays a fixed pattern of raw frames: every game has 2 lives, the first lost at
+frame `LIFE_LOST_AT` (so `EpisodicLifeEnv` ends an episode there), even games end at frame `GAME_OVER_AT` and odd
+ones are cut by a `ATARI_TIME_LIMIT`-frame time limit. Each frame says where it is in flat blocks that survive
+resizing and grayscale: which stand-in made it (top left), its game (top right), its frame in the game (bottom).
 """
 
 import itertools
+import types
 
+import ale_py
 import gymnasium as gym
 import numpy as np
 
@@ -66,3 +74,126 @@ gym.register(
     lambda: Standin(gym.spaces.Box(np.array([-1.0, -2.0]), np.array([1.0, 2.0]), dtype=np.float32)),
     max_episode_steps=TIME_LIMIT,
 )
+
+
+LIFE_LOST_AT, GAME_OVER_AT, ATARI_TIME_LIMIT = 40, 64, 80
+
+
+class StandinAtari(ale_py.AtariEnv):
+    """Not a real ALE: `AtariEnv.__init__` is not called, the wrappers only need what is defined here."""
+
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 60}
+
+    def __init__(self, render_mode=None, **kwargs):  # kwargs: what gym.make passes an ALE id (frameskip, ...)
+        self.observation_space = gym.spaces.Box(0, 255, (210, 160, 3), np.uint8)
+        self.action_space = gym.spaces.Discrete(4)
+        self.render_mode, self.ale = render_mode, self  # the wrappers ask `unwrapped.ale.lives()`
+        self.instance, self.game, self.frame = next(MADE), -1, 0
+
+    def get_action_meanings(self):
+        return ["NOOP", "FIRE", "RIGHT", "LEFT"]
+
+    def getFloat(self, name):  # noqa: N802  (ALE's name); the scripts ask for the sticky-action probability
+        return 0.0
+
+    def lives(self):
+        return 2 if self.frame < LIFE_LOST_AT else 1
+
+    def render(self):
+        screen = np.empty((210, 160, 3), np.uint8)
+        screen[:105, :80], screen[:105, 80:], screen[105:] = 20 + 40 * (self.instance % 6), 4 + 8 * self.game, 3 * self.frame
+        return screen
+
+    def reset(self, *, seed=None, options=None):
+        gym.Env.reset(self, seed=seed)
+        self.game, self.frame = self.game + 1, 0
+        return self.render(), {}
+
+    def step(self, action):
+        self.frame += 1
+        return self.render(), float(self.frame % 3 - 1), self.game % 2 == 0 and self.frame == GAME_OVER_AT, False, {}
+
+
+def decode_atari(frames):
+    """(instance, game, frame) integer arrays from 84x84 grayscale frames (..., 84, 84) of `StandinAtari`."""
+    frames = np.asarray(frames, dtype=np.float64)
+    return (
+        np.rint((frames[..., 10, 10] - 20) / 40).astype(int),
+        np.rint((frames[..., 10, 73] - 4) / 8).astype(int),
+        np.rint(frames[..., 70, 40] / 3).astype(int),
+    )
+
+
+gym.register("StandinAtari-v0", StandinAtari, max_episode_steps=ATARI_TIME_LIMIT)
+
+
+ENVPOOL_LIFE_LOST_AT, ENVPOOL_GAME_OVER_AT, ENVPOOL_TIME_LIMIT = 4, 8, 10
+
+
+class EnvpoolStandinAtari:
+    """What the envpool scripts use of `envpool.make(<Atari id>, env_type="gymnasium", episodic_life=True, ...)`,
+    with envpool's NEXT_STEP autoreset: the step that ends an episode returns its true final observation and the
+    next step of that env ignores its action and returns the first observation of the next one (a reset step).
+
+    Sub-env e plays games whose agent steps t = 1, 2, ... follow a fixed pattern by game % 3: every game loses a life
+    at t = `ENVPOOL_LIFE_LOST_AT` (terminated, info "terminated" 0: the game goes on after a reset step); game 0
+    ends by a game over at `ENVPOOL_GAME_OVER_AT`; game 1 is cut by the time limit (`max_episode_steps`, 10 in the
+    tests); game 2's game over falls on the time limit's last step, which envpool reports as truncated only, with
+    info "terminated" 1. Frames are 84x84, 4 stacked, in `decode_atari`'s blocks: (e, game, t). Rewards: the raw
+    score is t % 3 - 1 + 2 * (t % 5 == 0), clipped to its sign."""
+
+    def __init__(self, env_id, num_envs=1, seed=0, max_episode_steps=ENVPOOL_TIME_LIMIT, **kwargs):
+        self.num_envs, self.limit = num_envs, max_episode_steps
+        self.single_observation_space = gym.spaces.Box(0, 255, (4, 84, 84), np.uint8)
+        self.single_action_space = gym.spaces.Discrete(4)
+        self.observation_space = gym.spaces.Box(0, 255, (num_envs, 4, 84, 84), np.uint8)
+        self.action_space = gym.spaces.MultiDiscrete([4] * num_envs)
+        self.config = {"repeat_action_probability": 0.0, "max_episode_steps": max_episode_steps, "frame_skip": 4}
+        self.config |= {"num_envs": num_envs, "seed": seed}
+        self.spec = types.SimpleNamespace(config=types.SimpleNamespace(**self.config))
+        self.stacks = np.zeros((num_envs, 4, 84, 84), np.uint8)
+        self.game, self.t, self.ended, self.game_over = (np.zeros(num_envs, int) for _ in range(4))
+
+    def _frame(self, e):
+        frame = np.empty((84, 84), np.uint8)
+        frame[:42, :42], frame[:42, 42:], frame[42:] = 20 + 40 * (e % 6), 4 + 8 * self.game[e], 3 * self.t[e]
+        return frame
+
+    def _info(self, rewards, game_over):
+        n = self.num_envs
+        return {"reward": rewards, "terminated": game_over.astype(np.int32), "elapsed_step": self.t.copy()} | {
+            "env_id": np.arange(n, dtype=np.int32),
+            "lives": np.where(self.t < ENVPOOL_LIFE_LOST_AT, 2, 1).astype(np.int32),
+            "players": {"env_id": np.arange(n, dtype=np.int32)},
+        }
+
+    def reset(self, **kwargs):
+        for e in range(self.num_envs):
+            self.stacks[e] = self._frame(e)
+        zeros = np.zeros(self.num_envs)
+        return self.stacks.copy(), self._info(zeros, zeros.astype(bool))
+
+    def step(self, actions):
+        n = self.num_envs
+        raw, terminated, truncated, game_over = np.zeros(n), np.zeros(n, bool), np.zeros(n, bool), np.zeros(n, bool)
+        for e in range(n):
+            if self.ended[e]:  # a reset step: the next episode's first observation, the action ignored
+                # a new game, or the same game after a lost life (a step later: envpool presses FIRE there)
+                self.game[e], self.t[e] = (self.game[e] + 1, 0) if self.game_over[e] else (self.game[e], self.t[e] + 1)
+                self.stacks[e], self.ended[e], self.game_over[e] = self._frame(e), False, False
+                continue
+            self.t[e] += 1
+            t, kind = self.t[e], self.game[e] % 3
+            raw[e] = t % 3 - 1 + 2 * (t % 5 == 0)
+            game_over[e] = (kind == 0 and t == ENVPOOL_GAME_OVER_AT) or (kind == 2 and t == self.limit)
+            truncated[e] = t == self.limit and not (kind == 0 and t == ENVPOOL_GAME_OVER_AT)
+            terminated[e] = (t == ENVPOOL_LIFE_LOST_AT or game_over[e]) and not truncated[e]
+            self.ended[e], self.game_over[e] = terminated[e] or truncated[e], game_over[e] or truncated[e]
+            self.stacks[e] = np.concatenate([self.stacks[e, 1:], self._frame(e)[None]])
+        return self.stacks.copy(), np.sign(raw), terminated, truncated, self._info(raw, game_over)
+
+    def render(self, env_ids=None):
+        return np.zeros((1, 210, 160, 3), np.uint8)
+
+    def close(self):
+        pass

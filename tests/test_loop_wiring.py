@@ -18,16 +18,26 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from standin_envs import TERMINATE_AT, TIME_LIMIT, decode, reward, terminates
+from standin_envs import (
+    ATARI_TIME_LIMIT,
+    GAME_OVER_AT,
+    LIFE_LOST_AT,
+    TERMINATE_AT,
+    TIME_LIMIT,
+    decode,
+    decode_atari,
+    reward,
+    terminates,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 PROBE = Path(__file__).with_name("loop_probe.py")
 GAMMA, LAMBDA = 0.99, 0.95
 
 
-def probe(tmp_path, script, args, stop_at=None, keep=(), value=None, sample=None, watch=None):
+def probe(tmp_path, script, args, stop_at=None, keep=(), value=None, sample=None, watch=None, envpool=False):
     request = {"script": str(REPO / "cleanrl" / script), "args": args, "stop_at": stop_at, "keep": list(keep)}
-    request |= {"value": value, "sample": sample, "watch": watch or {}}
+    request |= {"value": value, "sample": sample, "watch": watch or {}, "envpool": envpool}
     (tmp_path / "request.json").write_text(json.dumps(request))
     done = subprocess.run(
         [sys.executable, str(PROBE), "request.json", "out.pkl"],
@@ -195,7 +205,7 @@ def c51_target_by_hand(rewards, terminated, next_pmfs, atoms, gamma=GAMMA):
     for b in range(len(rewards)):
         for j, z in enumerate(atoms):
             tz = np.clip(rewards[b] + gamma * (1 - terminated[b]) * z, atoms[0], atoms[-1])
-            pos = (tz - atoms[0]) / dz
+            pos = min((tz - atoms[0]) / dz, len(atoms) - 1)  # v_max itself can land a rounding past the last atom
             low, up = int(np.floor(pos)), int(np.ceil(pos))
             if low == up:
                 target[b, low] += next_pmfs[b, j]
@@ -248,3 +258,191 @@ def test_off_policy_memory_keeps_the_true_next_observation_and_termination_only(
     check_episodes(result)
     obs, _, rewards, next_obs, dones = result["sample"]
     check_memory(obs, rewards, next_obs, dones)
+
+
+def recorded_transitions(result):
+    """What the env gave the loop, by the observation the loop acted on: {obs bytes: [(reward, next_obs, termination,
+    truncation), ...]}, where next_obs is the true final observation if the step ended its episode."""
+    table, before = {}, [result["reset"]] + [s["obs"] for s in result["steps"][:-1]]
+    for previous, s in zip(before, result["steps"]):
+        for i, obs in enumerate(previous):
+            after = (s["rewards"][i], s["final_obs"].get(i, s["obs"][i]), s["terminations"][i], s["truncations"][i])
+            table.setdefault(obs.tobytes(), []).append(after)
+    return table
+
+
+def check_memory_against_the_loop(result, obs, rewards, next_obs, dones):
+    """Transitions from a replay memory, each one the env gave the loop: `next_obs` what followed `obs` (at an
+    episode's end, its true final observation, not the next episode's first), `done` the termination only, and the
+    reward the loop received. Returns the recorded (rewards, terminations)."""
+    table, dtype = recorded_transitions(result), result["reset"].dtype
+    expected, kinds = [], set()
+    for o, r, n, d in zip(obs, np.asarray(rewards).reshape(-1), next_obs, np.asarray(dones).reshape(-1)):
+        after = [a for a in table[np.asarray(o, dtype).tobytes()] if np.array_equal(np.asarray(n, dtype), a[1])]
+        assert after, "a stored next_obs is not what the env gave after its obs"
+        reward, _, termination, truncation = after[0]
+        assert (float(d), float(r)) == (float(termination), pytest.approx(float(reward))), (termination, truncation)
+        expected.append((reward, float(termination)))
+        kinds |= {"termination"} if termination else {"truncation"} if truncation else set()
+    assert kinds == {"termination", "truncation"}  # both kinds of ending were drawn
+    return tuple(np.array(column) for column in zip(*expected))
+
+
+def near(frame, ended_at):
+    return ended_at - 8 < frame < ended_at + 4
+
+
+def check_atari_episodes(result):
+    """The Atari stand-in played its pattern through the scripts' wrappers: a life lost or a game over terminates,
+    the time limit truncates, and an ended step's true final frame is of the game the loop was playing. (Where an
+    episode ends within the first frames of a 4-frame skip, gymnasium's MaxAndSkipObservation returns the max of
+    the frames it kept before; a life lost is seen at the end of a skip: hence "near" the frame that ended it.)"""
+    before = [result["reset"]] + [s["obs"] for s in result["steps"][:-1]]
+    for previous, s in zip(before, result["steps"]):
+        for i, final in s["final_obs"].items():
+            (instance, game, frame), (last_instance, last_game, last_frame) = (
+                decode_atari(final[-1]),
+                decode_atari(previous[i][-1]),
+            )
+            assert (instance, game) == (last_instance, last_game) and frame >= last_frame
+            if s["truncations"][i]:
+                assert not s["terminations"][i] and game % 2 == 1 and near(frame, ATARI_TIME_LIMIT)
+            else:
+                assert near(frame, LIFE_LOST_AT) or (game % 2 == 0 and near(frame, GAME_OVER_AT))
+            assert not np.array_equal(final, s["obs"][i])
+    assert any(s["terminations"].any() for s in result["steps"]) and any(s["truncations"].any() for s in result["steps"])
+
+
+ATARI_ON_POLICY = ["ppo_atari.py", "ppo_atari_multigpu.py"]
+
+
+@pytest.mark.parametrize("script", ATARI_ON_POLICY)
+def test_atari_advantages_bootstrap_a_time_limit_from_the_true_final_frames(script, tmp_path):
+    args = ["--env-id", "StandinAtari-v0", "--num-envs", "2", "--num-steps", "64", "--total-timesteps", "256"]
+    result = probe(tmp_path, script, args, stop_at="returns", keep=["advantages", "returns"], value=TORCH_VALUE)
+    check_atari_episodes(result)
+    advantages, returns = gae_by_hand(result)
+    np.testing.assert_allclose(result["kept"]["advantages"], advantages, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(result["kept"]["returns"], returns, rtol=1e-4, atol=1e-5)
+
+
+ATARI_FLAGS = ["--env-id", "StandinAtari-v0", "--total-timesteps", "300", "--buffer-size", "1000", "--batch-size", "64"]
+ATARI_OFF_POLICY = {
+    "dqn_atari.py": ("td_targets", ["target_max"], lambda k: k["target_max"]),
+    "c51_atari.py": ("target_pmfs", ["next_pmfs", "target_network.atoms"], None),
+    "sac_atari.py": (
+        "next_q_value",
+        ["next_action_probs", "next_log_probs", "next_q_targets[0]", "next_q_targets[1]", "alpha"],
+        lambda k: (
+            k["next_action_probs"]
+            * (np.minimum(k["next_q_targets[0]"], k["next_q_targets[1]"]) - k["alpha"] * k["next_log_probs"])
+        ).sum(axis=1),
+    ),
+}
+
+
+@pytest.mark.parametrize("script", ATARI_OFF_POLICY)
+def test_atari_off_policy_targets_bootstrap_a_time_limit_and_not_a_life_lost(script, tmp_path):
+    target, keep, next_value = ATARI_OFF_POLICY[script]
+    result = probe(tmp_path, script, [*ATARI_FLAGS, "--learning-starts", "250"], stop_at=target, keep=[*BATCH, target, *keep])
+    check_atari_episodes(result)
+    kept = result["kept"]
+    rewards, terminated = check_memory_against_the_loop(result, *(kept[name] for name in BATCH))
+    if script == "c51_atari.py":
+        expected = c51_target_by_hand(rewards, terminated, kept["next_pmfs"], kept["target_network.atoms"])
+    else:
+        expected = rewards + GAMMA * (1 - terminated) * np.asarray(next_value(kept)).reshape(-1)
+    # atol: a position within float32's rounding of an atom can give a few 1e-5 of mass to the other neighbour
+    np.testing.assert_allclose(np.asarray(kept[target]).reshape(expected.shape), expected, rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("script", ["dqn_atari_jax.py", "c51_atari_jax.py"])
+def test_atari_jax_memory_keeps_the_true_final_frames_and_termination_only(script, tmp_path):
+    # --learning-starts at the budget: the memory fills and no update is compiled
+    result = probe(tmp_path, script, [*ATARI_FLAGS, "--learning-starts", "300"], sample=256)
+    check_atari_episodes(result)
+    obs, _, rewards, next_obs, dones = result["sample"]
+    check_memory_against_the_loop(result, obs, rewards, next_obs, dones)
+
+
+def next_step_gae_by_hand(result, gamma=GAMMA, lam=LAMBDA):
+    """Advantages (T, N) of a NEXT_STEP rollout (envpool), by the definition: step k acts on obs_k. Where step k ends
+    an episode, obs_k+1 is its true final observation, and step k+1 is a reset step: not a transition, so its
+    advantage is 0 and nothing is carried across it. A termination (a lost life, a game over, and a game over on
+    the time limit's last step, which envpool reports as truncated only) bootstraps 0; a truncation V(obs_k+1)."""
+    steps, values = result["steps"], result["values"]["obs"]
+    T, N = len(steps), values.shape[1]
+    advantages = np.zeros((T, N))
+    for i in range(N):
+        after = 0.0
+        for k in reversed(range(T)):
+            s, previous = steps[k], steps[k - 1] if k > 0 else None
+            if previous is not None and (previous["terminations"][i] or previous["truncations"][i]):
+                advantages[k, i] = after = 0.0  # a reset step
+                continue
+            terminal = s["terminations"][i] or s["game_over"][i]
+            if s["terminations"][i] or s["truncations"][i]:
+                after = 0.0
+            delta = s["rewards"][i] + gamma * (0.0 if terminal else values[k + 1, i]) - values[k, i]
+            advantages[k, i] = after = delta + gamma * lam * after
+    return advantages, advantages + values[:T]
+
+
+def check_envpool_episodes(result):
+    """The envpool stand-in played its pattern, and the rollout saw every kind of ending."""
+    kinds = set()
+    for s in result["steps"]:
+        kinds |= {"life lost"} if (s["terminations"] & ~s["game_over"]).any() else set()
+        kinds |= {"game over"} if (s["terminations"] & s["game_over"]).any() else set()
+        kinds |= {"time limit"} if (s["truncations"] & ~s["game_over"]).any() else set()
+        kinds |= {"game over at the time limit"} if (s["truncations"] & s["game_over"]).any() else set()
+    assert kinds == {"life lost", "game over", "time limit", "game over at the time limit"}
+
+
+ENVPOOL_FLAGS = ["--env-id", "Breakout-v5", "--num-envs", "2", "--num-steps", "40", "--max-episode-steps", "10"]
+
+
+def test_envpool_advantages_mask_reset_steps_and_bootstrap_only_a_time_limit(tmp_path):
+    args = [*ENVPOOL_FLAGS, "--total-timesteps", "80"]
+    keep = ["advantages", "returns"]
+    result = probe(tmp_path, "ppo_atari_envpool.py", args, stop_at="b_obs", keep=keep, value=TORCH_VALUE, envpool=True)
+    check_envpool_episodes(result)
+    advantages, returns = next_step_gae_by_hand(result)
+    np.testing.assert_allclose(result["kept"]["advantages"], advantages, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(result["kept"]["returns"], returns, rtol=1e-4, atol=1e-5)
+
+
+def next_step_q_lambda_by_hand(result, gamma=GAMMA, lam=0.65):
+    """Q(λ) returns (T, N) of a NEXT_STEP rollout, by the recursion of `q_lambda_by_hand`: past a termination (a game
+    over on the time limit's last step included) G_t = r_t; past a truncation r_t + γ max Q(obs_t+1), its true final
+    observation; a reset step's return is not used (the script masks it), so it is not compared (NaN here)."""
+    steps, values = result["steps"], result["values"]["obs"]
+    T, N = len(steps), values.shape[1]
+    returns = np.full((T, N), np.nan)
+    for i in range(N):
+        for k in reversed(range(T)):
+            s, previous = steps[k], steps[k - 1] if k > 0 else None
+            if previous is not None and (previous["terminations"][i] or previous["truncations"][i]):
+                continue  # a reset step
+            if s["terminations"][i] or s["game_over"][i]:
+                bootstrap = 0.0
+            elif s["truncations"][i] or k == T - 1:
+                bootstrap = values[k + 1, i]
+            else:
+                bootstrap = lam * returns[k + 1, i] + (1 - lam) * values[k + 1, i]
+            returns[k, i] = s["rewards"][i] + gamma * bootstrap
+    return returns
+
+
+Q_VALUE = "lambda o: q_network(torch.as_tensor(o)).max(dim=1).values"
+
+
+def test_envpool_q_lambda_returns_bootstrap_only_a_time_limit(tmp_path):
+    args = [*ENVPOOL_FLAGS, "--total-timesteps", "80", "--num-minibatches", "4"]
+    result = probe(
+        tmp_path, "pqn_atari_envpool.py", args, stop_at="b_obs", keep=["returns", "valid"], value=Q_VALUE, envpool=True
+    )
+    check_envpool_episodes(result)
+    expected, valid = next_step_q_lambda_by_hand(result), result["kept"]["valid"].astype(bool)
+    np.testing.assert_array_equal(valid, ~np.isnan(expected))
+    np.testing.assert_allclose(result["kept"]["returns"][valid], expected[valid], rtol=1e-4, atol=1e-5)
