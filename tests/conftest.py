@@ -5,12 +5,19 @@ import math
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 import pytest
+
+# a job started in the background from a non-interactive shell (`bash .ci/run &`) inherits SIGINT ignored, and so would
+# every script a test starts: the Ctrl-C tests would then wait for nothing. A Python handler here is reset to the
+# default in each child at exec, as at a terminal.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPTS = REPO / "cleanrl"

@@ -4,7 +4,8 @@
 
 REQUEST: {"script": path, "args": [...], "stop_at": a global name or null, "keep": [expressions],
           "value": an expression or null, "sample": an int or null, "watch": {name: expression} (optional),
-          "envpool": true to make `envpool.make` give tests/standin_envs.py's EnvpoolStandinAtari (optional)}
+          "envpool": true to make `envpool.make` give tests/standin_envs.py's EnvpoolStandinAtari (optional),
+          "values_by": "module:function" of tests/ that computes "values" itself, for recurrent agents (optional)}
 
 The script runs as `python SCRIPT ARGS` would run it, in this process, with two additions:
 - every `reset` and `step` of its gymnasium vector env (or envpool stand-in) is recorded as the loop received it:
@@ -22,6 +23,7 @@ next_obs, dones). OUT holds
 {"steps": [...], "reset": obs, "kept": {...}, "values": {...}, "sample": (...)}.
 """
 
+import importlib
 import json
 import os
 import pickle
@@ -30,7 +32,8 @@ import sys
 import gymnasium as gym
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+TESTS = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, TESTS)
 import standin_envs  # noqa: E402,F401  (registers the stand-ins)
 
 
@@ -118,6 +121,8 @@ def main():
         pass
     finally:
         sys.settrace(None)
+    if request["stop_at"] and request["stop_at"] not in run:
+        sys.exit(f"loop_probe: the run ended without binding {request['stop_at']!r}")
 
     result = {
         "reset": recorded["reset"],
@@ -127,7 +132,10 @@ def main():
         "sample": None,
     }
     result["kept"] = {name: as_numpy(eval(name, run)) for name in request["keep"]}
-    if request["value"]:
+    if request.get("values_by"):  # "module:function" of tests/, called with the script's globals and the record
+        module, function = request["values_by"].split(":")
+        result["values"] = getattr(importlib.import_module(module), function)(run, recorded)
+    elif request["value"]:
         value = eval(request["value"], run)
         obs = np.concatenate([recorded["reset"]] + [s["obs"] for s in recorded["steps"]])
         result["values"]["obs"] = np.asarray(as_numpy(value(obs))).reshape(len(recorded["steps"]) + 1, -1)

@@ -114,6 +114,18 @@ MUTATIONS = {
         "",
         [f"{WIRING}::test_envpool_advantages_mask_reset_steps_and_bootstrap_only_a_time_limit"],
     ),
+    "a time limit's final observation valued from a fresh LSTM state": (
+        "cleanrl/ppo_atari_lstm.py",
+        "state = (next_lstm_state[0][:, truncated], next_lstm_state[1][:, truncated])",
+        "state = (0 * next_lstm_state[0][:, truncated], 0 * next_lstm_state[1][:, truncated])",
+        [f"{WIRING}::test_lstm_advantages_bootstrap_a_time_limit_from_the_ended_episodes_state"],
+    ),
+    "the memory zeroed before a true final observation (recurrent PQN, envpool)": (
+        "cleanrl/pqn_atari_envpool_lstm.py",
+        "    return 1.0 - done, 1.0 - valid\n",
+        "    return 1.0 - done, done\n",
+        [f"{WIRING}::test_recurrent_envpool_q_lambda_returns_bootstrap_from_the_ended_episodes_memory"],
+    ),
 }
 
 

@@ -139,19 +139,19 @@ class EnvpoolStandinAtari:
     at t = `ENVPOOL_LIFE_LOST_AT` (terminated, info "terminated" 0: the game goes on after a reset step); game 0
     ends by a game over at `ENVPOOL_GAME_OVER_AT`; game 1 is cut by the time limit (`max_episode_steps`, 10 in the
     tests); game 2's game over falls on the time limit's last step, which envpool reports as truncated only, with
-    info "terminated" 1. Frames are 84x84, 4 stacked, in `decode_atari`'s blocks: (e, game, t). Rewards: the raw
+    info "terminated" 1. Frames are 84x84, `stack_num` stacked, in `decode_atari`'s blocks: (e, game, t). Rewards: the raw
     score is t % 3 - 1 + 2 * (t % 5 == 0), clipped to its sign."""
 
-    def __init__(self, env_id, num_envs=1, seed=0, max_episode_steps=ENVPOOL_TIME_LIMIT, **kwargs):
+    def __init__(self, env_id, num_envs=1, seed=0, max_episode_steps=ENVPOOL_TIME_LIMIT, stack_num=4, **kwargs):
         self.num_envs, self.limit = num_envs, max_episode_steps
-        self.single_observation_space = gym.spaces.Box(0, 255, (4, 84, 84), np.uint8)
+        self.single_observation_space = gym.spaces.Box(0, 255, (stack_num, 84, 84), np.uint8)
         self.single_action_space = gym.spaces.Discrete(4)
-        self.observation_space = gym.spaces.Box(0, 255, (num_envs, 4, 84, 84), np.uint8)
+        self.observation_space = gym.spaces.Box(0, 255, (num_envs, stack_num, 84, 84), np.uint8)
         self.action_space = gym.spaces.MultiDiscrete([4] * num_envs)
         self.config = {"repeat_action_probability": 0.0, "max_episode_steps": max_episode_steps, "frame_skip": 4}
         self.config |= {"num_envs": num_envs, "seed": seed}
         self.spec = types.SimpleNamespace(config=types.SimpleNamespace(**self.config))
-        self.stacks = np.zeros((num_envs, 4, 84, 84), np.uint8)
+        self.stacks = np.zeros((num_envs, stack_num, 84, 84), np.uint8)
         self.game, self.t, self.ended, self.game_over = (np.zeros(num_envs, int) for _ in range(4))
 
     def _frame(self, e):

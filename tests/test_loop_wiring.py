@@ -35,9 +35,9 @@ PROBE = Path(__file__).with_name("loop_probe.py")
 GAMMA, LAMBDA = 0.99, 0.95
 
 
-def probe(tmp_path, script, args, stop_at=None, keep=(), value=None, sample=None, watch=None, envpool=False):
+def probe(tmp_path, script, args, stop_at=None, keep=(), value=None, sample=None, watch=None, envpool=False, values_by=None):
     request = {"script": str(REPO / "cleanrl" / script), "args": args, "stop_at": stop_at, "keep": list(keep)}
-    request |= {"value": value, "sample": sample, "watch": watch or {}, "envpool": envpool}
+    request |= {"value": value, "sample": sample, "watch": watch or {}, "envpool": envpool, "values_by": values_by}
     (tmp_path / "request.json").write_text(json.dumps(request))
     done = subprocess.run(
         [sys.executable, str(PROBE), "request.json", "out.pkl"],
@@ -441,6 +441,79 @@ def test_envpool_q_lambda_returns_bootstrap_only_a_time_limit(tmp_path):
     args = [*ENVPOOL_FLAGS, "--total-timesteps", "80", "--num-minibatches", "4"]
     result = probe(
         tmp_path, "pqn_atari_envpool.py", args, stop_at="b_obs", keep=["returns", "valid"], value=Q_VALUE, envpool=True
+    )
+    check_envpool_episodes(result)
+    expected, valid = next_step_q_lambda_by_hand(result), result["kept"]["valid"].astype(bool)
+    np.testing.assert_array_equal(valid, ~np.isnan(expected))
+    np.testing.assert_allclose(result["kept"]["returns"][valid], expected[valid], rtol=1e-4, atol=1e-5)
+
+
+def lstm_values(run, recorded):
+    """V of every recorded observation and true final observation for the LSTM agents, unrolled here step by step from
+    the rollout's first state (`initial_lstm_state`): the state is zeroed where an episode starts, and a true final
+    observation is valued from the state of the episode it ends. Called in the probe (tests/loop_probe.py)."""
+    torch, agent = run["torch"], run["agent"]
+    (h, c), starts = run["initial_lstm_state"], run["initial_done"].bool()
+    observations, finals, values = [recorded["reset"]] + [s["obs"] for s in recorded["steps"]], {}, []
+    with torch.no_grad():
+        for k, obs in enumerate(observations):
+            features = agent.network(torch.as_tensor(obs, dtype=torch.float32) / 255.0)
+            keep = (~starts).float().view(1, -1, 1)
+            out, (h, c) = agent.lstm(features[None], (h * keep, c * keep))
+            values.append(agent.critic(out[0]).flatten().numpy())
+            if k == len(recorded["steps"]):
+                break
+            s = recorded["steps"][k]
+            for i, final in s["final_obs"].items():
+                features = agent.network(torch.as_tensor(final[None], dtype=torch.float32) / 255.0)
+                final_out, _ = agent.lstm(features[None], (h[:, i : i + 1], c[:, i : i + 1]))
+                finals[(k, i)] = float(agent.critic(final_out[0]).flatten()[0])
+            starts = torch.as_tensor(s["terminations"] | s["truncations"])
+    return {"obs": np.stack(values), "final": finals}
+
+
+def test_lstm_advantages_bootstrap_a_time_limit_from_the_ended_episodes_state(tmp_path):
+    args = [
+        "--env-id",
+        "StandinAtari-v0",
+        "--num-envs",
+        "2",
+        "--num-steps",
+        "64",
+        "--total-timesteps",
+        "256",
+        "--num-minibatches",
+        "2",
+    ]
+    keep = ["advantages", "returns"]
+    result = probe(tmp_path, "ppo_atari_lstm.py", args, stop_at="returns", keep=keep, values_by="test_loop_wiring:lstm_values")
+    check_atari_episodes(result)
+    advantages, returns = gae_by_hand(result)
+    np.testing.assert_allclose(result["kept"]["advantages"], advantages, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(result["kept"]["returns"], returns, rtol=1e-4, atol=1e-5)
+
+
+def next_step_lstm_q_max(run, recorded):
+    """max Q of every recorded observation for the recurrent PQN under NEXT_STEP, unrolled here from an empty memory:
+    it is zeroed before a new episode's first observation (the one a reset step returns), not before the reset
+    step's, which is the true final observation and is valued with its episode's memory. Called in the probe."""
+    torch, q_network = run["torch"], run["q_network"]
+    observations, steps, values = [recorded["reset"]] + [s["obs"] for s in recorded["steps"]], recorded["steps"], []
+    state = q_network.initial_state(len(observations[0]), "cpu")
+    ended = [s["terminations"] | s["truncations"] for s in steps]
+    with torch.no_grad():
+        for k, obs in enumerate(observations):
+            first = np.ones(len(obs)) if k == 0 else ended[k - 2] if k >= 2 else np.zeros(len(obs))
+            q, state = q_network(torch.as_tensor(obs), state, torch.as_tensor(first, dtype=torch.float32))
+            values.append(q.max(dim=1).values.numpy())
+    return {"obs": np.stack(values)}
+
+
+def test_recurrent_envpool_q_lambda_returns_bootstrap_from_the_ended_episodes_memory(tmp_path):
+    args = [*ENVPOOL_FLAGS, "--total-timesteps", "80", "--num-minibatches", "2"]
+    by = "test_loop_wiring:next_step_lstm_q_max"
+    result = probe(
+        tmp_path, "pqn_atari_envpool_lstm.py", args, stop_at="returns", keep=["returns", "valid"], values_by=by, envpool=True
     )
     check_envpool_episodes(result)
     expected, valid = next_step_q_lambda_by_hand(result), result["kept"]["valid"].astype(bool)
