@@ -5,7 +5,8 @@
 REQUEST: {"script": path, "args": [...], "stop_at": a global name or null, "keep": [expressions],
           "value": an expression or null, "sample": an int or null, "watch": {name: expression} (optional),
           "envpool": true to make `envpool.make` give tests/standin_envs.py's EnvpoolStandinAtari (optional),
-          "values_by": "module:function" of tests/ that computes "values" itself, for recurrent agents (optional)}
+          "values_by": "module:function" of tests/ that computes "values" itself, for recurrent agents (optional),
+          "go_on": true to take what is kept at `stop_at` and let the run go on to its end (optional)}
 
 The script runs as `python SCRIPT ARGS` would run it, in this process, with two additions:
 - every `reset` and `step` of its gymnasium vector env (or envpool stand-in) is recorded as the loop received it:
@@ -20,7 +21,8 @@ script's globals (tensors and JAX arrays as NumPy); evaluates `value`, an expres
 maps a NumPy batch of observations to their values, on every recorded observation and final observation; and with
 `sample` draws that many transitions from the script's replay memory `rb` (`rb.sample(n)`: obs, actions, rewards,
 next_obs, dones). OUT holds
-{"steps": [...], "reset": obs, "kept": {...}, "values": {...}, "sample": (...)}.
+{"steps": [...], "reset": obs, "kept": {...}, "values": {...}, "sample": (...), "all_steps": [...]}: "steps" are
+those recorded up to the stop, "all_steps" those of the whole run (the same where it stopped there).
 """
 
 import importlib
@@ -103,9 +105,36 @@ def main():
 
     code = compile(open(script).read(), script, "exec")
 
+    def snapshot():
+        """What the tests check, taken at the stop from the steps recorded so far (copies: the loop reuses buffers)."""
+        so_far = {"reset": recorded["reset"], "reset_ids": recorded["reset_ids"], "steps": list(recorded["steps"])}
+        result = so_far | {"values": {}, "sample": None}
+        result["kept"] = {name: np.array(as_numpy(eval(name, run))) for name in request["keep"]}
+        if request.get("values_by"):  # "module:function" of tests/, called with the script's globals and the record
+            module, function = request["values_by"].split(":")
+            result["values"] = getattr(importlib.import_module(module), function)(run, so_far)
+        elif request["value"]:
+            value = eval(request["value"], run)
+            obs = np.concatenate([so_far["reset"]] + [s["obs"] for s in so_far["steps"]])
+            result["values"]["obs"] = np.asarray(as_numpy(value(obs))).reshape(len(so_far["steps"]) + 1, -1)
+            finals = [(k, i, o) for k, s in enumerate(so_far["steps"]) for i, o in s.get("final_obs", {}).items()]
+            if finals:
+                values = np.asarray(as_numpy(value(np.stack([o for _, _, o in finals])))).reshape(-1)
+                result["values"]["final"] = {(k, i): float(v) for (k, i, _), v in zip(finals, values)}
+        if request["sample"]:
+            result["sample"] = tuple(np.array(as_numpy(x)) for x in run["rb"].sample(request["sample"]))
+        return result
+
+    taken = []
+
     def at_line(frame, event, arg):
         if event == "line" and request["stop_at"] in frame.f_globals:
-            raise Stop
+            if not request.get("go_on"):
+                raise Stop
+            taken.append(snapshot())  # then the run goes on, untraced, to its end
+            sys.settrace(None)
+            frame.f_trace = None
+            return None
         return at_line
 
     def tracer(frame, event, arg):
@@ -117,34 +146,15 @@ def main():
         sys.settrace(tracer)
     try:
         exec(code, run)
+        if not request["stop_at"]:
+            taken.append(snapshot())
     except Stop:
-        pass
+        taken.append(snapshot())
     finally:
         sys.settrace(None)
-    if request["stop_at"] and request["stop_at"] not in run:
+    if not taken:
         sys.exit(f"loop_probe: the run ended without binding {request['stop_at']!r}")
-
-    result = {
-        "reset": recorded["reset"],
-        "reset_ids": recorded["reset_ids"],
-        "steps": recorded["steps"],
-        "values": {},
-        "sample": None,
-    }
-    result["kept"] = {name: as_numpy(eval(name, run)) for name in request["keep"]}
-    if request.get("values_by"):  # "module:function" of tests/, called with the script's globals and the record
-        module, function = request["values_by"].split(":")
-        result["values"] = getattr(importlib.import_module(module), function)(run, recorded)
-    elif request["value"]:
-        value = eval(request["value"], run)
-        obs = np.concatenate([recorded["reset"]] + [s["obs"] for s in recorded["steps"]])
-        result["values"]["obs"] = np.asarray(as_numpy(value(obs))).reshape(len(recorded["steps"]) + 1, -1)
-        finals = [(k, i, o) for k, s in enumerate(recorded["steps"]) for i, o in s.get("final_obs", {}).items()]
-        if finals:
-            values = np.asarray(as_numpy(value(np.stack([o for _, _, o in finals])))).reshape(-1)
-            result["values"]["final"] = {(k, i): float(v) for (k, i, _), v in zip(finals, values)}
-    if request["sample"]:
-        result["sample"] = tuple(np.asarray(as_numpy(x)) for x in run["rb"].sample(request["sample"]))
+    result = taken[0] | {"all_steps": recorded["steps"]}
     with open(out_path, "wb") as f:
         pickle.dump(result, f)
 

@@ -126,6 +126,18 @@ MUTATIONS = {
         "    return 1.0 - done, done\n",
         [f"{WIRING}::test_recurrent_envpool_q_lambda_returns_bootstrap_from_the_ended_episodes_memory"],
     ),
+    "the policy delay dropped: actor and target networks moved every step (TD3)": (
+        "cleanrl/td3_continuous_action.py",
+        "if step % args.policy_frequency == 0:  # delayed policy and target updates",
+        "if True:",
+        [f"{WIRING}::test_off_policy_targets_bootstrap_a_time_limit_and_not_a_termination[td3_continuous_action.py]"],
+    ),
+    "the first update skipped (PPO)": (
+        "cleanrl/ppo.py",
+        "        optimizer.step()\n",
+        "        optimizer.zero_grad()\n",
+        [f"{WIRING}::test_on_policy_advantages_bootstrap_a_time_limit_from_the_true_final_observation[ppo.py]"],
+    ),
 }
 
 

@@ -35,9 +35,30 @@ PROBE = Path(__file__).with_name("loop_probe.py")
 GAMMA, LAMBDA = 0.99, 0.95
 
 
-def probe(tmp_path, script, args, stop_at=None, keep=(), value=None, sample=None, watch=None, envpool=False, values_by=None):
+CHECKSUM = "float(sum(p.double().abs().sum() for p in {}.parameters()))"
+
+
+def probe(
+    tmp_path,
+    script,
+    args,
+    stop_at=None,
+    keep=(),
+    value=None,
+    sample=None,
+    watch=None,
+    envpool=False,
+    values_by=None,
+    moves=None,
+    go_on=False,
+):
+    """Runs tests/loop_probe.py on `script`. With `moves` (a network of an on-policy script), the run goes on past
+    `stop_at` (the first rollout's end) and the network must stay fixed through each rollout and change at the
+    update between the first two. With `go_on`, the run goes on past `stop_at` too ("all_steps": the whole run)."""
+    watch = (watch or {}) | ({"moves": CHECKSUM.format(moves)} if moves else {})
     request = {"script": str(REPO / "cleanrl" / script), "args": args, "stop_at": stop_at, "keep": list(keep)}
-    request |= {"value": value, "sample": sample, "watch": watch or {}, "envpool": envpool, "values_by": values_by}
+    request |= {"value": value, "sample": sample, "watch": watch, "envpool": envpool, "values_by": values_by}
+    request |= {"go_on": go_on or moves is not None}
     (tmp_path / "request.json").write_text(json.dumps(request))
     done = subprocess.run(
         [sys.executable, str(PROBE), "request.json", "out.pkl"],
@@ -48,7 +69,13 @@ def probe(tmp_path, script, args, stop_at=None, keep=(), value=None, sample=None
         env={"OMP_NUM_THREADS": "1", "WANDB_MODE": "disabled", "PATH": "/usr/bin:/bin", "JAX_PLATFORMS": "cpu"},
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    return pickle.loads((tmp_path / "out.pkl").read_bytes())
+    result = pickle.loads((tmp_path / "out.pkl").read_bytes())
+    if moves:
+        rollout, series = len(result["steps"]), [s["watch"]["moves"] for s in result["all_steps"]]
+        assert len(series) >= 2 * rollout, "the run ended before a second rollout"
+        assert len(set(series[:rollout])) == 1 and len(set(series[rollout : 2 * rollout])) == 1
+        assert series[rollout] != series[0], f"the first update left {moves} as it was"
+    return result
 
 
 def check_episodes(result):
@@ -105,7 +132,7 @@ ON_POLICY = {
 def test_on_policy_advantages_bootstrap_a_time_limit_from_the_true_final_observation(script, tmp_path):
     env_id, extra = ON_POLICY[script]
     args = ["--env-id", env_id, "--num-envs", "2", "--num-steps", "16", "--total-timesteps", "64", *extra]
-    result = probe(tmp_path, script, args, stop_at="returns", keep=["advantages", "returns"], value=TORCH_VALUE)
+    result = probe(tmp_path, script, args, stop_at="returns", keep=["advantages", "returns"], value=TORCH_VALUE, moves="agent")
     check_episodes(result)
     advantages, returns = gae_by_hand(result)
     np.testing.assert_allclose(result["kept"]["advantages"], advantages, rtol=1e-4, atol=1e-5)
@@ -137,7 +164,15 @@ def q_lambda_by_hand(result, gamma=GAMMA, lam=0.65):
 def test_pqn_q_lambda_returns_bootstrap_a_time_limit_from_the_true_final_observation(tmp_path):
     args = ["--env-id", "StandinDiscrete-v0", "--num-envs", "2", "--num-steps", "16", "--total-timesteps", "64"]
     value = "lambda o: q_network(torch.as_tensor(o, dtype=torch.float32)).max(dim=1).values"
-    result = probe(tmp_path, "pqn.py", [*args, "--num-minibatches", "4"], stop_at="returns", keep=["returns"], value=value)
+    result = probe(
+        tmp_path,
+        "pqn.py",
+        [*args, "--num-minibatches", "4"],
+        stop_at="returns",
+        keep=["returns"],
+        value=value,
+        moves="q_network",
+    )
     check_episodes(result)
     np.testing.assert_allclose(result["kept"]["returns"], q_lambda_by_hand(result), rtol=1e-4, atol=1e-5)
 
@@ -215,12 +250,43 @@ def c51_target_by_hand(rewards, terminated, next_pmfs, atoms, gamma=GAMMA):
     return target
 
 
+# per script: each network and the expression of its update period in env steps (one env): it changes exactly in the
+# loop iterations k (global_step k -> k + 1) where k + 1 is past --learning-starts and a multiple of the period
+CADENCES = {
+    "sac_continuous_action.py": {"qf1": "1", "qf2": "1", "actor": "args.policy_frequency"}
+    | {"qf1_target": "args.target_network_frequency", "qf2_target": "args.target_network_frequency"},
+    "td3_continuous_action.py": {"qf1": "1", "qf2": "1", "actor": "args.policy_frequency"}
+    | {"target_actor": "args.policy_frequency", "qf1_target": "args.policy_frequency", "qf2_target": "args.policy_frequency"},
+    "ddpg_continuous_action.py": {"qf1": "1", "actor": "args.policy_frequency"}
+    | {"target_actor": "args.policy_frequency", "qf1_target": "args.policy_frequency"},
+    "dqn_atari.py": {"q_network": "args.train_frequency", "target_network": "args.target_network_frequency"},
+    "c51_atari.py": {"q_network": "args.train_frequency", "target_network": "args.target_network_frequency"},
+    "sac_atari.py": {"qf1": "args.update_frequency", "qf2": "args.update_frequency", "actor": "args.update_frequency"}
+    | {"qf1_target": "args.target_network_frequency", "qf2_target": "args.target_network_frequency"},
+}
+
+
+def check_cadences(result, cadences):
+    """Each network of `cadences` changed exactly at its updates, from the first gradient step on, over the whole run."""
+    learning_starts, steps = int(result["kept"]["args.learning_starts"]), result["all_steps"]
+    for name, period in cadences.items():
+        period = int(result["kept"][period]) if period in result["kept"] else int(period)
+        series = [s["watch"][name] for s in steps]
+        moved = [k for k in range(len(series) - 1) if series[k + 1] != series[k]]
+        expected = [k for k in range(len(series) - 1) if k + 1 > learning_starts and (k + 1) % period == 0]
+        assert moved == expected and expected, (name, moved, expected)
+
+
 @pytest.mark.parametrize("script", OFF_POLICY)
 def test_off_policy_targets_bootstrap_a_time_limit_and_not_a_termination(script, tmp_path):
     env_id, extra, target, keep, next_value = OFF_POLICY[script]
     args = ["--env-id", env_id, *OFF_POLICY_FLAGS, *extra]
-    result = probe(tmp_path, script, args, stop_at=target, keep=[*BATCH, target, *keep])
+    cadences = CADENCES.get(script, {})
+    watch = {name: CHECKSUM.format(name) for name in cadences}
+    keep = [*BATCH, target, *keep, *cadences.values(), "args.learning_starts"]
+    result = probe(tmp_path, script, args, stop_at=target, keep=keep, watch=watch, go_on=bool(cadences))
     check_episodes(result)
+    check_cadences(result, cadences)
     kept = result["kept"]
     rewards, terminated = check_memory(*(kept[name] for name in BATCH))
     if script == "c51.py":
@@ -228,9 +294,6 @@ def test_off_policy_targets_bootstrap_a_time_limit_and_not_a_termination(script,
     else:
         expected = rewards + GAMMA * (1 - terminated) * np.asarray(next_value(kept)).reshape(-1)
     np.testing.assert_allclose(np.asarray(kept[target]).reshape(expected.shape), expected, rtol=1e-5, atol=1e-5)
-
-
-CHECKSUM = "float(sum(p.double().abs().sum() for p in {}.parameters()))"
 
 
 @pytest.mark.parametrize("script", ["dqn.py", "c51.py"])
@@ -319,7 +382,7 @@ ATARI_ON_POLICY = ["ppo_atari.py", "ppo_atari_multigpu.py"]
 @pytest.mark.parametrize("script", ATARI_ON_POLICY)
 def test_atari_advantages_bootstrap_a_time_limit_from_the_true_final_frames(script, tmp_path):
     args = ["--env-id", "StandinAtari-v0", "--num-envs", "2", "--num-steps", "64", "--total-timesteps", "256"]
-    result = probe(tmp_path, script, args, stop_at="returns", keep=["advantages", "returns"], value=TORCH_VALUE)
+    result = probe(tmp_path, script, args, stop_at="returns", keep=["advantages", "returns"], value=TORCH_VALUE, moves="agent")
     check_atari_episodes(result)
     advantages, returns = gae_by_hand(result)
     np.testing.assert_allclose(result["kept"]["advantages"], advantages, rtol=1e-4, atol=1e-5)
@@ -344,8 +407,13 @@ ATARI_OFF_POLICY = {
 @pytest.mark.parametrize("script", ATARI_OFF_POLICY)
 def test_atari_off_policy_targets_bootstrap_a_time_limit_and_not_a_life_lost(script, tmp_path):
     target, keep, next_value = ATARI_OFF_POLICY[script]
-    result = probe(tmp_path, script, [*ATARI_FLAGS, "--learning-starts", "250"], stop_at=target, keep=[*BATCH, target, *keep])
+    cadences, watch = CADENCES[script], {name: CHECKSUM.format(name) for name in CADENCES[script]}
+    keep = [*BATCH, target, *keep, *cadences.values(), "args.learning_starts"]
+    # a target network copied every 16 steps, so its cadence shows within the run
+    args = [*ATARI_FLAGS, "--learning-starts", "250", "--target-network-frequency", "16"]
+    result = probe(tmp_path, script, args, stop_at=target, keep=keep, watch=watch, go_on=True)
     check_atari_episodes(result)
+    check_cadences(result, cadences)
     kept = result["kept"]
     rewards, terminated = check_memory_against_the_loop(result, *(kept[name] for name in BATCH))
     if script == "c51_atari.py":
@@ -403,9 +471,11 @@ ENVPOOL_FLAGS = ["--env-id", "Breakout-v5", "--num-envs", "2", "--num-steps", "4
 
 
 def test_envpool_advantages_mask_reset_steps_and_bootstrap_only_a_time_limit(tmp_path):
-    args = [*ENVPOOL_FLAGS, "--total-timesteps", "80"]
+    args = [*ENVPOOL_FLAGS, "--total-timesteps", "160"]
     keep = ["advantages", "returns"]
-    result = probe(tmp_path, "ppo_atari_envpool.py", args, stop_at="b_obs", keep=keep, value=TORCH_VALUE, envpool=True)
+    result = probe(
+        tmp_path, "ppo_atari_envpool.py", args, stop_at="b_obs", keep=keep, value=TORCH_VALUE, envpool=True, moves="agent"
+    )
     check_envpool_episodes(result)
     advantages, returns = next_step_gae_by_hand(result)
     np.testing.assert_allclose(result["kept"]["advantages"], advantages, rtol=1e-4, atol=1e-5)
@@ -438,9 +508,16 @@ Q_VALUE = "lambda o: q_network(torch.as_tensor(o)).max(dim=1).values"
 
 
 def test_envpool_q_lambda_returns_bootstrap_only_a_time_limit(tmp_path):
-    args = [*ENVPOOL_FLAGS, "--total-timesteps", "80", "--num-minibatches", "4"]
+    args = [*ENVPOOL_FLAGS, "--total-timesteps", "160", "--num-minibatches", "4"]
     result = probe(
-        tmp_path, "pqn_atari_envpool.py", args, stop_at="b_obs", keep=["returns", "valid"], value=Q_VALUE, envpool=True
+        tmp_path,
+        "pqn_atari_envpool.py",
+        args,
+        stop_at="b_obs",
+        keep=["returns", "valid"],
+        value=Q_VALUE,
+        envpool=True,
+        moves="q_network",
     )
     check_envpool_episodes(result)
     expected, valid = next_step_q_lambda_by_hand(result), result["kept"]["valid"].astype(bool)
@@ -486,7 +563,15 @@ def test_lstm_advantages_bootstrap_a_time_limit_from_the_ended_episodes_state(tm
         "2",
     ]
     keep = ["advantages", "returns"]
-    result = probe(tmp_path, "ppo_atari_lstm.py", args, stop_at="returns", keep=keep, values_by="test_loop_wiring:lstm_values")
+    result = probe(
+        tmp_path,
+        "ppo_atari_lstm.py",
+        args,
+        stop_at="returns",
+        keep=keep,
+        values_by="test_loop_wiring:lstm_values",
+        moves="agent",
+    )
     check_atari_episodes(result)
     advantages, returns = gae_by_hand(result)
     np.testing.assert_allclose(result["kept"]["advantages"], advantages, rtol=1e-4, atol=1e-5)
@@ -510,10 +595,17 @@ def next_step_lstm_q_max(run, recorded):
 
 
 def test_recurrent_envpool_q_lambda_returns_bootstrap_from_the_ended_episodes_memory(tmp_path):
-    args = [*ENVPOOL_FLAGS, "--total-timesteps", "80", "--num-minibatches", "2"]
+    args = [*ENVPOOL_FLAGS, "--total-timesteps", "160", "--num-minibatches", "2"]
     by = "test_loop_wiring:next_step_lstm_q_max"
     result = probe(
-        tmp_path, "pqn_atari_envpool_lstm.py", args, stop_at="returns", keep=["returns", "valid"], values_by=by, envpool=True
+        tmp_path,
+        "pqn_atari_envpool_lstm.py",
+        args,
+        stop_at="returns",
+        keep=["returns", "valid"],
+        values_by=by,
+        envpool=True,
+        moves="q_network",
     )
     check_envpool_episodes(result)
     expected, valid = next_step_q_lambda_by_hand(result), result["kept"]["valid"].astype(bool)
