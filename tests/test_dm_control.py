@@ -72,7 +72,9 @@ def test_enjoy_evaluates_a_saved_dm_control_model(workdir):
 @pytest.mark.learning
 def test_ppo_learns_to_balance_the_dm_control_cartpole_within_200k_steps(workdir):
     # random play scores about 270 (the first episodes of any run); at 200k steps, seeds 1-3 average 968, 696 and 528
-    # over their last 20 episodes on this project's 2-core machine (seed 1: about 150 s of a free core, at ~1300 SPS)
+    # over their last 20 episodes on this project's 2-core machine (seed 1: about 150 s of a free core, at ~1300 SPS);
+    # measured again on 2026-12-04: seeds 1-4 average 587, 641, 878, 559 (learning is uneven: seed 1 held 955-972
+    # from 120k to 160k and fell back to 585). The threshold sits below the lowest of the 7 runs (528), with margin.
     command = ["--env-id", "dm_control/cartpole-balance-v0", "--total-timesteps", 200_000, "--seed", 1]
     check_ok(run_script("ppo_continuous_action.py", *command, cwd=workdir))
-    assert final_return(only_run_dir(workdir)) >= 450
+    assert final_return(only_run_dir(workdir)) >= 475

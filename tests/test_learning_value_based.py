@@ -26,9 +26,11 @@ def test_c51_learns_cartpole_within_120k_steps(workdir):
     # an earlier machine gave 151, 200, 312 for seeds 1-3. Some runs (4 of the 14 here) end on a plateau near 125
     # (seed 3's 98: three episodes of ~20 among seven of ~130), so the threshold sits below it, 3x a random policy.
     # Longer budgets are no steadier: with a 10k buffer some seeds forget and fall back to it (by 160k seeds 1-6
-    # average 409, 322, 462, 129, 421, 140)
+    # average 409, 322, 462, 129, 421, 140). Measured again on 2026-12-04 on this project's 2-core machine: seeds 1-8
+    # average 151, 200, 313, 260, 414, 224, 362, 430 (their evaluations after training: 151 to 446). The threshold
+    # sits below the lowest seed of all 22 runs (98), with margin, at 4.5x a random policy.
     check_ok(run_script("c51.py", "--env-id", "CartPole-v1", "--total-timesteps", 120_000, "--seed", 4, cwd=workdir))
-    assert final_return(only_run_dir(workdir), last=10) >= 75
+    assert final_return(only_run_dir(workdir), last=10) >= 90
 
 
 @pytest.mark.learning
