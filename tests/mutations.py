@@ -124,7 +124,7 @@ MUTATIONS = {
         "cleanrl/pqn_atari_envpool_lstm.py",
         "    return 1.0 - done, 1.0 - valid\n",
         "    return 1.0 - done, done\n",
-        [f"{WIRING}::test_recurrent_envpool_q_lambda_returns_bootstrap_from_the_ended_episodes_memory"],
+        [f"{WIRING}::test_envpool_q_lambda_returns_bootstrap_only_a_time_limit[pqn_atari_envpool_lstm.py]"],
     ),
     "the policy delay dropped: actor and target networks moved every step (TD3)": (
         "cleanrl/td3_continuous_action.py",

@@ -507,24 +507,6 @@ def next_step_q_lambda_by_hand(result, gamma=GAMMA, lam=0.65):
 Q_VALUE = "lambda o: q_network(torch.as_tensor(o)).max(dim=1).values"
 
 
-def test_envpool_q_lambda_returns_bootstrap_only_a_time_limit(tmp_path):
-    args = [*ENVPOOL_FLAGS, "--total-timesteps", "160", "--num-minibatches", "4"]
-    result = probe(
-        tmp_path,
-        "pqn_atari_envpool.py",
-        args,
-        stop_at="b_obs",
-        keep=["returns", "valid"],
-        value=Q_VALUE,
-        envpool=True,
-        moves="q_network",
-    )
-    check_envpool_episodes(result)
-    expected, valid = next_step_q_lambda_by_hand(result), result["kept"]["valid"].astype(bool)
-    np.testing.assert_array_equal(valid, ~np.isnan(expected))
-    np.testing.assert_allclose(result["kept"]["returns"][valid], expected[valid], rtol=1e-4, atol=1e-5)
-
-
 def lstm_values(run, recorded):
     """V of every recorded observation and true final observation for the LSTM agents, unrolled here step by step from
     the rollout's first state (`initial_lstm_state`): the state is zeroed where an episode starts, and a true final
@@ -594,19 +576,19 @@ def next_step_lstm_q_max(run, recorded):
     return {"obs": np.stack(values)}
 
 
-def test_recurrent_envpool_q_lambda_returns_bootstrap_from_the_ended_episodes_memory(tmp_path):
-    args = [*ENVPOOL_FLAGS, "--total-timesteps", "160", "--num-minibatches", "2"]
-    by = "test_loop_wiring:next_step_lstm_q_max"
-    result = probe(
-        tmp_path,
-        "pqn_atari_envpool_lstm.py",
-        args,
-        stop_at="returns",
-        keep=["returns", "valid"],
-        values_by=by,
-        envpool=True,
-        moves="q_network",
-    )
+# per script: its --num-minibatches and how the probe gets max Q of the recorded observations
+PQN_ENVPOOL = {
+    "pqn_atari_envpool.py": ("4", {"value": Q_VALUE}),
+    "pqn_atari_envpool_lstm.py": ("2", {"values_by": "test_loop_wiring:next_step_lstm_q_max"}),  # its memory, by hand
+}
+
+
+@pytest.mark.parametrize("script", PQN_ENVPOOL)
+def test_envpool_q_lambda_returns_bootstrap_only_a_time_limit(script, tmp_path):
+    minibatches, values = PQN_ENVPOOL[script]
+    args = [*ENVPOOL_FLAGS, "--total-timesteps", "160", "--num-minibatches", minibatches]
+    keep = ["returns", "valid"]
+    result = probe(tmp_path, script, args, stop_at="returns", keep=keep, envpool=True, moves="q_network", **values)
     check_envpool_episodes(result)
     expected, valid = next_step_q_lambda_by_hand(result), result["kept"]["valid"].astype(bool)
     np.testing.assert_array_equal(valid, ~np.isnan(expected))
