@@ -277,6 +277,13 @@ def check_cadences(result, cadences):
         assert moved == expected and expected, (name, moved, expected)
 
 
+def target_by_hand(kept, rewards, terminated, next_value):
+    """r + γ (1 − termination) V(s') from what the loop kept, or, where `next_value` is None (C51), its projection."""
+    if next_value is None:
+        return c51_target_by_hand(rewards, terminated, kept["next_pmfs"], kept["target_network.atoms"])
+    return rewards + GAMMA * (1 - terminated) * np.asarray(next_value(kept)).reshape(-1)
+
+
 @pytest.mark.parametrize("script", OFF_POLICY)
 def test_off_policy_targets_bootstrap_a_time_limit_and_not_a_termination(script, tmp_path):
     env_id, extra, target, keep, next_value = OFF_POLICY[script]
@@ -289,10 +296,7 @@ def test_off_policy_targets_bootstrap_a_time_limit_and_not_a_termination(script,
     check_cadences(result, cadences)
     kept = result["kept"]
     rewards, terminated = check_memory(*(kept[name] for name in BATCH))
-    if script == "c51.py":
-        expected = c51_target_by_hand(rewards, terminated, kept["next_pmfs"], kept["target_network.atoms"])
-    else:
-        expected = rewards + GAMMA * (1 - terminated) * np.asarray(next_value(kept)).reshape(-1)
+    expected = target_by_hand(kept, rewards, terminated, next_value)
     np.testing.assert_allclose(np.asarray(kept[target]).reshape(expected.shape), expected, rtol=1e-5, atol=1e-5)
 
 
@@ -416,10 +420,7 @@ def test_atari_off_policy_targets_bootstrap_a_time_limit_and_not_a_life_lost(scr
     check_cadences(result, cadences)
     kept = result["kept"]
     rewards, terminated = check_memory_against_the_loop(result, *(kept[name] for name in BATCH))
-    if script == "c51_atari.py":
-        expected = c51_target_by_hand(rewards, terminated, kept["next_pmfs"], kept["target_network.atoms"])
-    else:
-        expected = rewards + GAMMA * (1 - terminated) * np.asarray(next_value(kept)).reshape(-1)
+    expected = target_by_hand(kept, rewards, terminated, next_value)
     # atol: a position within float32's rounding of an atom can give a few 1e-5 of mass to the other neighbour
     np.testing.assert_allclose(np.asarray(kept[target]).reshape(expected.shape), expected, rtol=1e-5, atol=1e-4)
 
