@@ -132,6 +132,18 @@ MUTATIONS = {
         "if True:",
         [f"{WIRING}::test_off_policy_targets_bootstrap_a_time_limit_and_not_a_termination[td3_continuous_action.py]"],
     ),
+    "a window cut short by its episode's end discounted by γ^n, not γ^k (Rainbow)": (
+        "cleanrl/rainbow_atari.py",
+        "data += ((self.gamma**steps).astype(np.float32)",
+        "data += ((self.gamma**self.n_step * np.ones_like(steps)).astype(np.float32)",
+        [f"{WIRING}::test_rainbow_n_step_targets_stop_at_an_episodes_end_and_bootstrap_only_a_time_limit"],
+    ),
+    "the intrinsic stream bootstrapped from a reset step (RND, envpool)": (
+        "cleanrl/ppo_rnd_envpool.py",
+        "        nextvalues = torch.where(is_valid, values[t], nextvalues)",
+        "        nextvalues = values[t]",
+        [f"{WIRING}::test_rnd_extrinsic_advantages_end_at_episodes_and_intrinsic_ones_run_on"],
+    ),
     "the first update skipped (PPO)": (
         "cleanrl/ppo.py",
         "        optimizer.step()\n",

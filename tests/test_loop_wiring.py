@@ -233,13 +233,14 @@ def check_memory(obs, rewards, next_obs, dones):
     return reward(t), terminated
 
 
-def c51_target_by_hand(rewards, terminated, next_pmfs, atoms, gamma=GAMMA):
-    """The categorical projection (Bellemare et al. 2017, Algorithm 1) of r + γ (1 − done) z onto the atoms."""
-    dz = atoms[1] - atoms[0]
+def c51_target_by_hand(rewards, terminated, next_pmfs, atoms, discounts=None):
+    """The categorical projection (Bellemare et al. 2017, Algorithm 1) of r + γ (1 − done) z onto the atoms; with
+    `discounts` (B,), r + discount (1 − done) z (an n-step return and γ^k)."""
+    dz, discounts = atoms[1] - atoms[0], np.full(len(rewards), GAMMA) if discounts is None else discounts
     target = np.zeros_like(next_pmfs)
     for b in range(len(rewards)):
         for j, z in enumerate(atoms):
-            tz = np.clip(rewards[b] + gamma * (1 - terminated[b]) * z, atoms[0], atoms[-1])
+            tz = np.clip(rewards[b] + discounts[b] * (1 - terminated[b]) * z, atoms[0], atoms[-1])
             pos = min((tz - atoms[0]) / dz, len(atoms) - 1)  # v_max itself can land a rounding past the last atom
             low, up = int(np.floor(pos)), int(np.ceil(pos))
             if low == up:
@@ -261,6 +262,7 @@ CADENCES = {
     | {"target_actor": "args.policy_frequency", "qf1_target": "args.policy_frequency"},
     "dqn_atari.py": {"q_network": "args.train_frequency", "target_network": "args.target_network_frequency"},
     "c51_atari.py": {"q_network": "args.train_frequency", "target_network": "args.target_network_frequency"},
+    "rainbow_atari.py": {"q_network": "args.train_frequency", "target_network": "args.target_network_frequency"},
     "sac_atari.py": {"qf1": "args.update_frequency", "qf2": "args.update_frequency", "actor": "args.update_frequency"}
     | {"qf1_target": "args.target_network_frequency", "qf2_target": "args.target_network_frequency"},
 }
@@ -423,6 +425,52 @@ def test_atari_off_policy_targets_bootstrap_a_time_limit_and_not_a_life_lost(scr
     expected = target_by_hand(kept, rewards, terminated, next_value)
     # atol: a position within float32's rounding of an atom can give a few 1e-5 of mass to the other neighbour
     np.testing.assert_allclose(np.asarray(kept[target]).reshape(expected.shape), expected, rtol=1e-5, atol=1e-4)
+
+
+def check_n_step_memory_against_the_loop(result, obs, returns, next_obs, dones, discounts, n, gamma=GAMMA):
+    """n-step transitions from a replay memory, each one walked here through what the env gave the loop: from the
+    step that acted on `obs`, k = n steps on, or fewer where the episode ended first (a termination or a time limit:
+    then `next_obs` is its true final observation, not the next episode's first). The return is Σ_{i<k} γ^i r_{t+i},
+    `done` whether the window ended by termination, the discount γ^k. Returns the walked (returns, terminations)."""
+    before = [result["reset"]] + [s["obs"] for s in result["steps"][:-1]]
+    where = {o.tobytes(): (k, i) for k, b in enumerate(before) for i, o in enumerate(b)}
+    expected, kinds = [], set()
+    for o, g, nx, d, discount in zip(obs, returns, next_obs, dones, discounts):
+        k, i = where[np.asarray(o, result["reset"].dtype).tobytes()]
+        total, taken = 0.0, 0
+        while True:
+            s = result["steps"][k + taken]
+            total, taken = total + gamma**taken * s["rewards"][i], taken + 1
+            ended = s["terminations"][i] or s["truncations"][i]
+            if ended or taken == n:
+                break
+        np.testing.assert_array_equal(nx, s["final_obs"][i] if ended else s["obs"][i])
+        assert (float(d), float(g), float(discount)) == (
+            float(s["terminations"][i]),
+            pytest.approx(total, rel=1e-5),
+            pytest.approx(gamma**taken, rel=1e-5),
+        )
+        expected.append((total, float(s["terminations"][i])))
+        kinds |= {"termination"} if s["terminations"][i] else {"truncation"} if s["truncations"][i] else set()
+    assert kinds == {"termination", "truncation"}  # windows ended by both kinds of ending were drawn
+    return tuple(np.array(column) for column in zip(*expected))
+
+
+def test_rainbow_n_step_targets_stop_at_an_episodes_end_and_bootstrap_only_a_time_limit(tmp_path):
+    batch = ["b_obs", "b_returns", "b_next_obs", "b_dones", "b_discounts"]
+    cadences = CADENCES["rainbow_atari.py"]
+    keep = [*batch, "target_pmfs", "next_pmfs", "target_network.atoms", "args.n_step", *cadences.values()]
+    keep += ["args.learning_starts"]
+    watch = {name: CHECKSUM.format(name) for name in cadences}
+    args = [*ATARI_FLAGS, "--learning-starts", "250", "--target-network-frequency", "16", "--batch-size", "128"]
+    result = probe(tmp_path, "rainbow_atari.py", args, stop_at="target_pmfs", keep=keep, watch=watch, go_on=True)
+    check_atari_episodes(result)
+    check_cadences(result, cadences)
+    kept = result["kept"]
+    n, memory = int(kept["args.n_step"]), (kept[name] for name in batch)
+    returns, terminated = check_n_step_memory_against_the_loop(result, *memory, n=n)
+    expected = c51_target_by_hand(returns, terminated, kept["next_pmfs"], kept["target_network.atoms"], kept["b_discounts"])
+    np.testing.assert_allclose(kept["target_pmfs"], expected, rtol=1e-5, atol=1e-4)
 
 
 @pytest.mark.parametrize("script", ["dqn_atari_jax.py", "c51_atari_jax.py"])
@@ -594,3 +642,54 @@ def test_envpool_q_lambda_returns_bootstrap_only_a_time_limit(script, tmp_path):
     expected, valid = next_step_q_lambda_by_hand(result), result["kept"]["valid"].astype(bool)
     np.testing.assert_array_equal(valid, ~np.isnan(expected))
     np.testing.assert_allclose(result["kept"]["returns"][valid], expected[valid], rtol=1e-4, atol=1e-5)
+
+
+def rnd_values(run, recorded):
+    """The extrinsic and intrinsic values of every recorded observation (T + 1, N) each, for ppo_rnd_envpool's two
+    value heads. Called in the probe (tests/loop_probe.py)."""
+    torch, agent = run["torch"], run["agent"]
+    observations = np.concatenate([recorded["reset"]] + [s["obs"] for s in recorded["steps"]])
+    with torch.no_grad():
+        extrinsic, intrinsic = agent.get_value(torch.as_tensor(observations))
+    shape = (len(recorded["steps"]) + 1, -1)
+    return {"obs": extrinsic.numpy().reshape(shape), "int": intrinsic.numpy().reshape(shape)}
+
+
+def intrinsic_gae_by_hand(int_rewards, int_values, valid, gamma, lam=LAMBDA):
+    """Intrinsic advantages (T, N) of a NEXT_STEP rollout by the definition, the stream running on across episodes
+    (Burda et al. 2018, section 2.3): over each env's transitions (not its reset steps) in order, δ = r + γ V(s') − V(s)
+    where s' is the observation of the next transition, the next episode's first past an episode's end (V of the
+    rollout's next observation past the last); A sums (γλ)^l δ over the rest of the rollout. Reset steps get 0."""
+    T, N = valid.shape
+    advantages = np.zeros((T, N))
+    for i in range(N):
+        transitions = [k for k in range(T) if valid[k, i]]
+        next_value, after = int_values[T, i], 0.0
+        for k in reversed(transitions):
+            delta = int_rewards[k, i] + gamma * next_value - int_values[k, i]
+            advantages[k, i] = after = delta + gamma * lam * after
+            next_value = int_values[k, i]
+    return advantages
+
+
+def test_rnd_extrinsic_advantages_end_at_episodes_and_intrinsic_ones_run_on(tmp_path):
+    args = [*ENVPOOL_FLAGS, "--total-timesteps", "160", "--num-iterations-obs-norm-init", "0"]
+    keep = ["ext_advantages", "ext_returns", "int_advantages", "int_returns", "int_rewards", "valid", "next_frames"]
+    keep += ["args.gamma", "args.int_gamma"]
+    values = "test_loop_wiring:rnd_values"
+    result = probe(
+        tmp_path, "ppo_rnd_envpool.py", args, stop_at="b_obs", keep=keep, values_by=values, envpool=True, moves="agent"
+    )
+    check_envpool_episodes(result)
+    kept, steps = result["kept"], result["steps"]
+    # the novelty is of each step's next frame: at an episode's end its true final frame
+    np.testing.assert_array_equal(kept["next_frames"][:, :, 0], np.stack([s["obs"][:, -1] for s in steps]))
+    advantages, returns = next_step_gae_by_hand(result, gamma=float(kept["args.gamma"]))
+    valid = kept["valid"].astype(bool)
+    np.testing.assert_array_equal(valid[1:], ~np.stack([s["terminations"] | s["truncations"] for s in steps[:-1]]))
+    np.testing.assert_allclose(kept["ext_advantages"][valid], advantages[valid], rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(kept["ext_returns"][valid], returns[valid], rtol=1e-4, atol=1e-5)
+    int_values = result["values"]["int"]
+    int_advantages = intrinsic_gae_by_hand(kept["int_rewards"], int_values, valid, float(kept["args.int_gamma"]))
+    np.testing.assert_allclose(kept["int_advantages"], int_advantages, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(kept["int_returns"][valid], (int_advantages + int_values[:-1])[valid], rtol=1e-4, atol=1e-5)
