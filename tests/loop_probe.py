@@ -4,12 +4,15 @@
 
 REQUEST: {"script": path, "args": [...], "stop_at": a global name or null, "keep": [expressions],
           "value": an expression or null, "sample": an int or null, "watch": {name: expression} (optional),
-          "envpool": true to make `envpool.make` give tests/standin_envs.py's EnvpoolStandinAtari (optional),
+          "envpool": true to make `envpool.make` give tests/standin_envs.py's EnvpoolStandinAtari, "procgen" its
+                     EnvpoolStandinProcgen (then the steps recorded are those of the script's `envs`, which wraps
+                     the stand-in: what the loop receives) (optional),
           "values_by": "module:function" of tests/ that computes "values" itself, for recurrent agents (optional),
           "go_on": true to take what is kept at `stop_at` and let the run go on to its end (optional)}
 
 The script runs as `python SCRIPT ARGS` would run it, in this process, with two additions:
-- every `reset` and `step` of its gymnasium vector env (or envpool stand-in) is recorded as the loop received it:
+- every `reset` and `step` of its gymnasium vector env (or envpool stand-in) is recorded as the loop received it
+  (where it makes several, the steps kept are those of the one it reset last: the one its loop plays):
   observations, rewards, terminations, truncations and the true final observations of the episodes that ended,
   the stand-in's own [episode, t, raw reward] of each (its info, which a script's normalising wrappers leave
   alone), and the value of each `watch` expression (e.g. a checksum of a network's weights) as the step is asked for;
@@ -30,6 +33,7 @@ import json
 import os
 import pickle
 import sys
+import types
 
 import gymnasium as gym
 import numpy as np
@@ -54,14 +58,25 @@ def as_numpy(value):
 def main():
     request, out_path = json.load(open(sys.argv[1])), sys.argv[2]
     script = os.path.abspath(request["script"])
-    recorded = {"reset": None, "steps": []}
+    records, recorded = {}, {"reset": None, "reset_ids": np.array([]), "steps": []}
+
+    def record_of(env, reset=False):
+        """Each vector env its own record; `recorded` is that of the env reset last, the one the loop plays (QDagger
+        scores its teacher on one env, fills a memory from another, then trains on a third)."""
+        nonlocal recorded
+        record = records.setdefault(id(env), {"env": env, "reset": None, "reset_ids": np.array([]), "steps": []})
+        if reset:
+            recorded = record
+        return record
+
     run = {"__name__": "__main__", "__file__": script}  # the script's globals
 
     reset, step = gym.vector.SyncVectorEnv.reset, gym.vector.SyncVectorEnv.step
 
     def recording_reset(self, **kwargs):
         obs, infos = reset(self, **kwargs)
-        recorded["reset"], recorded["reset_ids"] = np.array(obs), np.array(infos.get("standin", []))
+        record = record_of(self, reset=True)
+        record["reset"], record["reset_ids"] = np.array(obs), np.array(infos.get("standin", []))
         return obs, infos
 
     def recording_step(self, actions):
@@ -74,7 +89,7 @@ def main():
             for i in np.nonzero(ended)[0]
             if "standin" in infos.get("final_info", {})
         }
-        recorded["steps"].append(
+        record_of(self)["steps"].append(
             {"obs": np.array(obs), "rewards": np.array(rewards), "terminations": np.array(terminations)}
             | {"truncations": np.array(truncations), "final_obs": final}
             | {"ids": np.array(infos.get("standin", [])), "final_ids": final_ids, "watch": watched}
@@ -86,19 +101,57 @@ def main():
     class RecordingEnvpool(standin_envs.EnvpoolStandinAtari):  # NEXT_STEP: an ended step's obs is its final obs
         def reset(self, **kwargs):
             obs, infos = super().reset(**kwargs)
-            recorded["reset"], recorded["reset_ids"] = obs.copy(), np.array([])
+            record = record_of(self, reset=True)
+            record["reset"], record["reset_ids"] = obs.copy(), np.array([])
             return obs, infos
 
         def step(self, actions):
             watched = {name: float(eval(expression, run)) for name, expression in request.get("watch", {}).items()}
             obs, rewards, terminations, truncations, infos = super().step(actions)
-            recorded["steps"].append(
+            record_of(self)["steps"].append(
                 {"obs": obs.copy(), "rewards": rewards, "terminations": terminations, "truncations": truncations}
                 | {"game_over": infos["terminated"].astype(bool), "watch": watched}
             )
             return obs, rewards, terminations, truncations, infos
 
-    if request.get("envpool"):
+    def record_the_loops_envs(envs):
+        """Records what the loop itself receives from `envs` (the script's global, with all its wrappers)."""
+        reset, step = envs.reset, envs.step
+
+        def recording_reset(**kwargs):
+            obs, infos = reset(**kwargs)
+            record = record_of(envs, reset=True)
+            record["reset"], record["reset_ids"] = np.array(obs), np.array([])
+            return obs, infos
+
+        def recording_step(actions):
+            watched = {name: float(eval(expression, run)) for name, expression in request.get("watch", {}).items()}
+            obs, rewards, terminations, truncations, infos = step(actions)
+            record_of(envs)["steps"].append(
+                {"obs": np.array(obs), "rewards": np.array(rewards), "terminations": np.array(terminations)}
+                | {"truncations": np.array(truncations), "game_over": np.zeros(len(obs), bool), "watch": watched}
+            )
+            return obs, rewards, terminations, truncations, infos
+
+        envs.reset, envs.step = recording_reset, recording_step
+
+    recorded_envs = []  # the object whose calls are recorded, where the probe follows the script's `envs`
+
+    def follow_envs(frame):  # each time the script binds `envs` anew (a wrapper around the last), record the new one
+        envs = frame.f_globals.get("envs")
+        if envs is not None and (not recorded_envs or envs is not recorded_envs[-1]):
+            if recorded_envs:
+                del recorded_envs[-1].reset, recorded_envs[-1].step
+            record_the_loops_envs(envs)
+            recorded_envs.append(envs)
+
+    if request.get("envpool") == "procgen":
+        import envpool
+
+        envpool.make = standin_envs.EnvpoolStandinProcgen
+        game = types.SimpleNamespace(max_episode_steps=1000)  # no Procgen to load (it needs Qt): its spec's time limit
+        envpool.make_spec = lambda env_id, **kwargs: types.SimpleNamespace(config=game)
+    elif request.get("envpool"):
         import envpool
 
         envpool.make = RecordingEnvpool
@@ -107,6 +160,7 @@ def main():
 
     def snapshot():
         """What the tests check, taken at the stop from the steps recorded so far (copies: the loop reuses buffers)."""
+        taken_from.append(recorded)
         so_far = {"reset": recorded["reset"], "reset_ids": recorded["reset_ids"], "steps": list(recorded["steps"])}
         result = so_far | {"values": {}, "sample": None}
         result["kept"] = {name: np.array(as_numpy(eval(name, run))) for name in request["keep"]}
@@ -125,9 +179,11 @@ def main():
             result["sample"] = tuple(np.array(as_numpy(x)) for x in run["rb"].sample(request["sample"]))
         return result
 
-    taken = []
+    taken, taken_from = [], []  # the snapshot, and the record it was taken from
 
     def at_line(frame, event, arg):
+        if event == "line" and request.get("envpool") == "procgen":
+            follow_envs(frame)
         if event == "line" and request["stop_at"] in frame.f_globals:
             if not request.get("go_on"):
                 raise Stop
@@ -154,7 +210,7 @@ def main():
         sys.settrace(None)
     if not taken:
         sys.exit(f"loop_probe: the run ended without binding {request['stop_at']!r}")
-    result = taken[0] | {"all_steps": recorded["steps"]}
+    result = taken[0] | {"all_steps": taken_from[0]["steps"]}
     with open(out_path, "wb") as f:
         pickle.dump(result, f)
 

@@ -144,6 +144,18 @@ MUTATIONS = {
         "        nextvalues = values[t]",
         [f"{WIRING}::test_rnd_extrinsic_advantages_end_at_episodes_and_intrinsic_ones_run_on"],
     ),
+    "the script's own time limit reported as a termination (Procgen)": (
+        "cleanrl/ppg_procgen.py",
+        "return obs, reward, terminated, truncated | self.cut, info",
+        "return obs, reward, terminated | self.cut, truncated, info",
+        [f"{WIRING}::test_procgen_advantages_mask_reset_steps_and_bootstrap_the_scripts_time_limit[ppg_procgen.py]"],
+    ),
+    "the teacher's time limits stored as terminations (QDagger's offline memory)": (
+        "cleanrl/qdagger_dqn_atari_impalacnn.py",
+        "teacher_step += args.num_envs\n                rb.add(actions, rewards, terminations, truncations,",
+        "teacher_step += args.num_envs\n                rb.add(actions, rewards, terminations | truncations, truncations,",
+        [f"{WIRING}::test_qdagger_targets_bootstrap_a_time_limit_in_the_teachers_memory_and_the_students[offline]"],
+    ),
     "the first update skipped (PPO)": (
         "cleanrl/ppo.py",
         "        optimizer.step()\n",

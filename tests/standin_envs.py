@@ -197,3 +197,65 @@ class EnvpoolStandinAtari:
 
     def close(self):
         pass
+
+
+PROCGEN_ENDS = {0: 6, 1: None, 2: 10}  # by game % 3: the step t at which the game terminates (1: never)
+
+
+class EnvpoolStandinProcgen(gym.vector.VectorEnv):  # a VectorEnv, as envpool's gymnasium envs are, for wrappers
+    """What the Procgen scripts use of `envpool.make(<Procgen id>, env_type="gymnasium", ...)`: NEXT_STEP autoreset
+    after a termination, no lives, and no time limit of its own (envpool does not stop Procgen games; the scripts cut
+    them themselves and restart the cut env with `reset(env_id=...)`). Sub-env e starts at game e; its games follow a
+    fixed pattern by game % 3: game 0 terminates at agent step t = 6, game 1 never (a time limit cuts it), game 2
+    terminates at t = 10, the scripts' time limit in the tests. Frames are (3, 64, 64): channel 0 says e, channel 1 the
+    game, channel 2 t (`decode_procgen`). Raw rewards: t % 3."""
+
+    def __init__(self, env_id, num_envs=1, seed=0, **kwargs):
+        self.num_envs = num_envs
+        self.single_observation_space = gym.spaces.Box(0, 255, (3, 64, 64), np.uint8)
+        self.single_action_space = gym.spaces.Discrete(15)
+        self.observation_space = gym.spaces.Box(0, 255, (num_envs, 3, 64, 64), np.uint8)
+        self.action_space = gym.spaces.MultiDiscrete([15] * num_envs)
+        self.config = {"max_episode_steps": 1000, "num_envs": num_envs, "seed": seed}
+        self.spec = types.SimpleNamespace(config=types.SimpleNamespace(**self.config))
+        self.game, self.t, self.ended = np.arange(num_envs) - 1, np.zeros(num_envs, int), np.zeros(num_envs, bool)
+        self.metadata, self.render_mode = {"autoreset_mode": gym.vector.AutoresetMode.NEXT_STEP}, None
+
+    def _obs(self, ids):
+        obs = np.empty((len(ids), 3, 64, 64), np.uint8)
+        obs[:, 0] = (20 + 40 * (np.asarray(ids) % 6))[:, None, None]
+        obs[:, 1], obs[:, 2] = (4 + 8 * self.game[ids])[:, None, None], (3 * self.t[ids])[:, None, None]
+        return obs
+
+    def _info(self, ids):
+        ids = np.asarray(ids, dtype=np.int32)
+        return {"env_id": ids, "elapsed_step": self.t[ids].astype(np.int32), "players": {"env_id": ids}}
+
+    def reset(self, env_id=None, **kwargs):
+        ids = np.arange(self.num_envs) if env_id is None else np.asarray(env_id)
+        self.game[ids], self.t[ids], self.ended[ids] = self.game[ids] + 1, 0, False
+        return self._obs(ids), self._info(ids)
+
+    def step(self, actions, env_id=None):
+        ids, rewards, terminated = np.arange(self.num_envs), np.zeros(self.num_envs), np.zeros(self.num_envs, bool)
+        for e in ids:
+            if self.ended[e]:  # a reset step: the next game's first observation, the action ignored
+                self.game[e], self.t[e], self.ended[e] = self.game[e] + 1, 0, False
+                continue
+            self.t[e] += 1
+            rewards[e] = self.t[e] % 3
+            terminated[e] = self.ended[e] = self.t[e] == PROCGEN_ENDS[self.game[e] % 3]
+        return self._obs(ids), rewards, terminated, np.zeros(self.num_envs, bool), self._info(ids)
+
+    def render(self, env_ids=None):
+        return np.zeros((1, 256, 256, 3), np.uint8)
+
+
+def decode_procgen(obs):
+    """(e, game, t) integer arrays from observations (..., 3, 64, 64) of `EnvpoolStandinProcgen`."""
+    obs = np.asarray(obs, dtype=np.float64)
+    return (
+        np.rint((obs[..., 0, 0, 0] - 20) / 40).astype(int),
+        np.rint((obs[..., 1, 0, 0] - 4) / 8).astype(int),
+        np.rint(obs[..., 2, 0, 0] / 3).astype(int),
+    )

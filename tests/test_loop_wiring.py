@@ -22,10 +22,12 @@ from standin_envs import (
     ATARI_TIME_LIMIT,
     GAME_OVER_AT,
     LIFE_LOST_AT,
+    PROCGEN_ENDS,
     TERMINATE_AT,
     TIME_LIMIT,
     decode,
     decode_atari,
+    decode_procgen,
     reward,
     terminates,
 )
@@ -693,3 +695,97 @@ def test_rnd_extrinsic_advantages_end_at_episodes_and_intrinsic_ones_run_on(tmp_
     int_advantages = intrinsic_gae_by_hand(kept["int_rewards"], int_values, valid, float(kept["args.int_gamma"]))
     np.testing.assert_allclose(kept["int_advantages"], int_advantages, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(kept["int_returns"][valid], (int_advantages + int_values[:-1])[valid], rtol=1e-4, atol=1e-5)
+
+
+PROCGEN_TIME_LIMIT = 10  # the scripts' --max-episode-steps in these tests
+PROCGEN_FLAGS = ["--env-id", "StarpilotEasy-v0", "--num-envs", "2", "--num-steps", "40"]
+PROCGEN_FLAGS += ["--max-episode-steps", str(PROCGEN_TIME_LIMIT)]
+PROCGEN = {
+    "ppo_procgen.py": ["--total-timesteps", "160"],
+    "ppg_procgen.py": ["--total-timesteps", "160", "--n-iteration", "2"],
+}
+
+
+def check_procgen_episodes(result):
+    """The Procgen stand-in's games, through the script's own time limit and wrappers, as the loop received them:
+    each game's steps in order; a termination where its game says; a truncation at the time limit only where the
+    game does not terminate there; and after each end a reset step, the next game's first observation."""
+    steps, kinds = result["steps"], set()
+    observations = [result["reset"]] + [s["obs"] for s in steps]
+    for k, s in enumerate(steps):
+        (_, game, t), (_, next_game, next_t) = decode_procgen(observations[k]), decode_procgen(observations[k + 1])
+        reset_step = k > 0 and steps[k - 1]["terminations"] | steps[k - 1]["truncations"]
+        for i in range(len(game)):
+            if k > 0 and reset_step[i]:
+                assert (next_game[i], next_t[i]) == (game[i] + 1, 0)
+                assert not (s["terminations"][i] or s["truncations"][i])
+                continue
+            assert (next_game[i], next_t[i]) == (game[i], t[i] + 1)
+            assert s["terminations"][i] == (next_t[i] == PROCGEN_ENDS[game[i] % 3])
+            assert s["truncations"][i] == (next_t[i] == PROCGEN_TIME_LIMIT and not s["terminations"][i])
+            if s["terminations"][i]:
+                kinds |= {"termination at the time limit" if next_t[i] == PROCGEN_TIME_LIMIT else "termination"}
+            kinds |= {"time limit"} if s["truncations"][i] else set()
+    assert kinds == {"termination", "time limit", "termination at the time limit"}
+
+
+@pytest.mark.parametrize("script", PROCGEN)
+def test_procgen_advantages_mask_reset_steps_and_bootstrap_the_scripts_time_limit(script, tmp_path):
+    args, keep = [*PROCGEN_FLAGS, *PROCGEN[script]], ["advantages", "returns", "valid", "args.gamma", "args.gae_lambda"]
+    result = probe(tmp_path, script, args, stop_at="b_obs", keep=keep, value=TORCH_VALUE, envpool="procgen", moves="agent")
+    check_procgen_episodes(result)
+    kept, steps = result["kept"], result["steps"]
+    valid = kept["valid"].astype(bool)
+    np.testing.assert_array_equal(valid[1:], ~np.stack([s["terminations"] | s["truncations"] for s in steps[:-1]]))
+    advantages, returns = next_step_gae_by_hand(result, float(kept["args.gamma"]), float(kept["args.gae_lambda"]))
+    np.testing.assert_allclose(kept["advantages"][valid], advantages[valid], rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(kept["returns"][valid], returns[valid], rtol=1e-4, atol=1e-5)
+
+
+def bare_teacher(checkpoint, folder):
+    """The tests' Breakout teacher (saved by dqn_atari.py or dqn_atari_jax.py --save-model) as bare weights, which name
+    no env: the Atari stand-in has Breakout's 4 actions, so the QDagger scripts take it as a teacher for it."""
+    out = folder / "teacher.cleanrl_model"
+    if checkpoint.name == "dqn_atari.cleanrl_model":
+        import torch
+
+        torch.save(torch.load(checkpoint, weights_only=False)["model"], out)
+    else:
+        import flax.serialization
+
+        out.write_bytes(
+            flax.serialization.msgpack_serialize(flax.serialization.msgpack_restore(checkpoint.read_bytes())["model"])
+        )
+    return str(out)
+
+
+QDAGGER_FLAGS = [*ATARI_FLAGS, "--teacher-eval-episodes", "1", "--learning-starts", "250", "--target-network-frequency", "16"]
+CADENCES["qdagger_dqn_atari_impalacnn.py"] = CADENCES["dqn_atari.py"]
+
+
+@pytest.mark.parametrize("phase", ["offline", "online"])
+def test_qdagger_targets_bootstrap_a_time_limit_in_the_teachers_memory_and_the_students(phase, teacher_path, tmp_path):
+    """Offline, the first targets are of the memory the teacher played (its env reset last before them); online
+    (--offline-steps 0), of the student's own, whose networks must also move at their cadences."""
+    script, teacher = "qdagger_dqn_atari_impalacnn.py", bare_teacher(teacher_path, tmp_path)
+    steps = ["--teacher-steps", "300", "--offline-steps", "8"] if phase == "offline" else ["--offline-steps", "0"]
+    cadences = CADENCES[script] if phase == "online" else {}
+    keep = [*BATCH, "td_targets", "target_max", *cadences.values(), "args.learning_starts"]
+    watch = {name: CHECKSUM.format(name) for name in cadences}
+    args = [*QDAGGER_FLAGS, "--teacher-model-path", teacher, *steps]
+    result = probe(tmp_path, script, args, stop_at="td_targets", keep=keep, watch=watch, go_on=bool(cadences))
+    check_atari_episodes(result)
+    check_cadences(result, cadences)
+    kept = result["kept"]
+    rewards, terminated = check_memory_against_the_loop(result, *(kept[name] for name in BATCH))
+    expected = target_by_hand(kept, rewards, terminated, lambda k: k["target_max"])
+    np.testing.assert_allclose(kept["td_targets"], expected, rtol=1e-5, atol=1e-5)
+
+
+def test_qdagger_jax_memory_keeps_the_true_final_frames_and_termination_only(saved_jax_teacher_path, tmp_path):
+    teacher = bare_teacher(saved_jax_teacher_path, tmp_path)
+    args = [*QDAGGER_FLAGS, "--teacher-model-path", teacher, "--offline-steps", "0", "--learning-starts", "300"]
+    result = probe(tmp_path, "qdagger_dqn_atari_jax_impalacnn.py", args, sample=256)  # no update is compiled
+    check_atari_episodes(result)
+    obs, _, rewards, next_obs, dones = result["sample"]
+    check_memory_against_the_loop(result, obs, rewards, next_obs, dones)
