@@ -156,6 +156,12 @@ MUTATIONS = {
         "teacher_step += args.num_envs\n                rb.add(actions, rewards, terminations | truncations, truncations,",
         [f"{WIRING}::test_qdagger_targets_bootstrap_a_time_limit_in_the_teachers_memory_and_the_students[offline]"],
     ),
+    "a time limit's final observation valued with an empty memory (TrXL)": (
+        "cleanrl/ppo_trxl.py",
+        "final_obs, memory[truncated[:, None], final_indices], final_mask, final_indices",
+        "final_obs, 0 * memory[truncated[:, None], final_indices], final_mask, final_indices",
+        [f"{WIRING}::test_trxl_advantages_bootstrap_a_time_limit_from_the_final_observation_with_its_episodes_memory"],
+    ),
     "the first update skipped (PPO)": (
         "cleanrl/ppo.py",
         "        optimizer.step()\n",

@@ -68,10 +68,10 @@ class Standin(gym.Env):
         return self._obs(), r, terminates(self.episode, self.t), False, info
 
 
-gym.register("StandinDiscrete-v0", lambda: Standin(gym.spaces.Discrete(3)), max_episode_steps=TIME_LIMIT)
-gym.register(
+gym.register("StandinDiscrete-v0", lambda **kwargs: Standin(gym.spaces.Discrete(3)), max_episode_steps=TIME_LIMIT)
+gym.register(  # kwargs: what a script passes gym.make (render_mode), not used
     "StandinContinuous-v0",
-    lambda: Standin(gym.spaces.Box(np.array([-1.0, -2.0]), np.array([1.0, 2.0]), dtype=np.float32)),
+    lambda **kwargs: Standin(gym.spaces.Box(np.array([-1.0, -2.0]), np.array([1.0, 2.0]), dtype=np.float32)),
     max_episode_steps=TIME_LIMIT,
 )
 

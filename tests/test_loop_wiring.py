@@ -789,3 +789,50 @@ def test_qdagger_jax_memory_keeps_the_true_final_frames_and_termination_only(sav
     check_atari_episodes(result)
     obs, _, rewards, next_obs, dones = result["sample"]
     check_memory_against_the_loop(result, obs, rewards, next_obs, dones)
+
+
+def trxl_values(run, recorded):
+    """V of every recorded observation and true final observation for ppo_trxl, each seen with its own episode's memory:
+    at step t of an episode, the window of episode steps t − L + 1 .. t (from 0 while t < L − 1; L:
+    --trxl-memory-length) of which the steps before t are attended to, their cached layer inputs; unrolled here from
+    the rollout's start, each episode's cache begun empty. Called in the probe (tests/loop_probe.py)."""
+    torch, agent, args = run["torch"], run["agent"], run["args"]
+    L, shape = int(args.trxl_memory_length), (int(args.trxl_num_layers), int(args.trxl_dim))
+    observations = [recorded["reset"]] + [s["obs"] for s in recorded["steps"]]
+    caches, values, finals = [[] for _ in observations[0]], [], {}
+
+    def value(obs, cache):  # V(obs) at step len(cache) of its episode, and the step's own layer inputs
+        t = len(cache)
+        start = max(t - L + 1, 0)
+        indices = torch.arange(start, start + L)[None]
+        memory = torch.zeros((1, L, *shape))
+        for j in range(t - start):
+            memory[0, j] = cache[start + j]
+        hidden, cached = agent.get_hidden(torch.as_tensor(obs[None]), memory, indices < t, indices)
+        return float(agent.critic(hidden).flatten()[0]), cached[0]
+
+    with torch.no_grad():
+        for k, obs in enumerate(observations):
+            row = [value(o, caches[i]) for i, o in enumerate(obs)]
+            values.append([v for v, _ in row])
+            if k == len(recorded["steps"]):
+                break
+            s = recorded["steps"][k]
+            for i, (_, cached) in enumerate(row):
+                caches[i].append(cached)
+                if s["truncations"][i] and not s["terminations"][i]:
+                    finals[(k, i)] = value(s["final_obs"][i], caches[i])[0]
+                if s["terminations"][i] or s["truncations"][i]:
+                    caches[i] = []
+    return {"obs": np.array(values), "final": finals}
+
+
+def test_trxl_advantages_bootstrap_a_time_limit_from_the_final_observation_with_its_episodes_memory(tmp_path):
+    args = ["--env-id", "StandinDiscrete-v0", "--num-envs", "2", "--num-steps", "16", "--total-timesteps", "64"]
+    args += ["--num-minibatches", "4", "--trxl-memory-length", "3", "--trxl-dim", "32", "--trxl-num-layers", "2"]
+    keep, values = ["advantages", "returns", "args.gamma"], "test_loop_wiring:trxl_values"
+    result = probe(tmp_path, "ppo_trxl.py", args, stop_at="returns", keep=keep, values_by=values, moves="agent")
+    check_episodes(result)
+    advantages, returns = gae_by_hand(result, gamma=float(result["kept"]["args.gamma"]))
+    np.testing.assert_allclose(result["kept"]["advantages"], advantages, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(result["kept"]["returns"], returns, rtol=1e-4, atol=1e-5)
