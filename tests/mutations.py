@@ -162,6 +162,20 @@ MUTATIONS = {
         "final_obs, 0 * memory[truncated[:, None], final_indices], final_mask, final_indices",
         [f"{WIRING}::test_trxl_advantages_bootstrap_a_time_limit_from_the_final_observation_with_its_episodes_memory"],
     ),
+    "the policy delay dropped: actor and target parameters moved every step (TD3, JAX)": (
+        "cleanrl/td3_continuous_action_jax.py",
+        "if step % args.policy_frequency == 0:  # delayed policy and target updates",
+        "if True:",
+        [
+            f"{WIRING}::test_off_policy_memory_keeps_the_true_next_observation_and_termination_only[td3_continuous_action_jax.py]"
+        ],
+    ),
+    "the target parameters copied at every gradient step (DQN, JAX)": (
+        "cleanrl/dqn_jax.py",
+        "for _ in range(steps_crossed(previous_step, global_step, args.target_network_frequency)):",
+        "for _ in range(steps_crossed(previous_step, global_step, args.train_frequency)):",
+        [f"{WIRING}::test_off_policy_memory_keeps_the_true_next_observation_and_termination_only[dqn_jax.py]"],
+    ),
     "the first update skipped (PPO)": (
         "cleanrl/ppo.py",
         "        optimizer.step()\n",

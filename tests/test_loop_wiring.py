@@ -323,10 +323,41 @@ def test_updates_move_the_q_network_and_the_target_network_only_at_its_cadence(s
     assert len(moved["target"]) >= 3
 
 
+JAX_CHECKSUM = "float(sum(np.abs(np.asarray(x, np.float64)).sum() for x in jax.tree_util.tree_leaves({})))"
+# per JAX script: its parameters (pytrees of its train states) and their update periods as in CADENCES, and the flags
+# that bring a target network's copy within the run
+JAX_CADENCES = {
+    "dqn_jax.py": ({"q_state.params": "args.train_frequency", "q_state.target_params": "args.target_network_frequency"}, 1),
+    "c51_jax.py": ({"q_state.params": "args.train_frequency", "q_state.target_params": "args.target_network_frequency"}, 1),
+    "sac_continuous_action_jax.py": (
+        {"qf_state.params": "1", "actor_state.params": "args.policy_frequency"}
+        | {"qf_state.target_params": "args.target_network_frequency"},
+        0,
+    ),
+    "td3_continuous_action_jax.py": (
+        {"qf_state.params": "1", "actor_state.params": "args.policy_frequency"}
+        | {"qf_state.target_params": "args.policy_frequency", "actor_state.target_params": "args.policy_frequency"},
+        0,
+    ),
+    "ddpg_continuous_action_jax.py": (
+        {"qf1_state.params": "1", "actor_state.params": "args.policy_frequency"}
+        | {"qf1_state.target_params": "args.policy_frequency", "actor_state.target_params": "args.policy_frequency"},
+        0,
+    ),
+}
+
+
 @pytest.mark.parametrize("script", OFF_POLICY_MEMORY)
 def test_off_policy_memory_keeps_the_true_next_observation_and_termination_only(script, tmp_path):
-    result = probe(tmp_path, script, ["--env-id", OFF_POLICY_MEMORY[script], *OFF_POLICY_FLAGS], sample=256)
+    """The JAX scripts' memories, and their parameters moved exactly at their cadences (the updates run in jit)."""
+    cadences, value_based = JAX_CADENCES[script]
+    watch = {name: JAX_CHECKSUM.format(name) for name in cadences}
+    extra = ["--train-frequency", "2", "--target-network-frequency", "8"] if value_based else []
+    args = ["--env-id", OFF_POLICY_MEMORY[script], *OFF_POLICY_FLAGS, *extra]
+    keep = [*(p for p in cadences.values() if p.startswith("args.")), "args.learning_starts"]
+    result = probe(tmp_path, script, args, sample=256, watch=watch, keep=keep)
     check_episodes(result)
+    check_cadences(result, cadences)
     obs, _, rewards, next_obs, dones = result["sample"]
     check_memory(obs, rewards, next_obs, dones)
 
