@@ -8,7 +8,8 @@ REQUEST: {"script": path, "args": [...], "stop_at": a global name or null, "keep
                      EnvpoolStandinProcgen (then the steps recorded are those of the script's `envs`, which wraps
                      the stand-in: what the loop receives) (optional),
           "values_by": "module:function" of tests/ that computes "values" itself, for recurrent agents (optional),
-          "go_on": true to take what is kept at `stop_at` and let the run go on to its end (optional)}
+          "go_on": true to take what is kept at `stop_at` and let the run go on to its end (optional),
+          "keep_at_end": [expressions] evaluated when the run has ended, as "kept_at_end" (optional)}
 
 The script runs as `python SCRIPT ARGS` would run it, in this process, with two additions:
 - every `reset` and `step` of its gymnasium vector env (or envpool stand-in) is recorded as the loop received it
@@ -211,6 +212,7 @@ def main():
     if not taken:
         sys.exit(f"loop_probe: the run ended without binding {request['stop_at']!r}")
     result = taken[0] | {"all_steps": taken_from[0]["steps"]}
+    result["kept_at_end"] = {name: np.array(as_numpy(eval(name, run))) for name in request.get("keep_at_end", [])}
     with open(out_path, "wb") as f:
         pickle.dump(result, f)
 

@@ -176,6 +176,12 @@ MUTATIONS = {
         "for _ in range(steps_crossed(previous_step, global_step, args.train_frequency)):",
         [f"{WIRING}::test_off_policy_memory_keeps_the_true_next_observation_and_termination_only[dqn_jax.py]"],
     ),
+    "a game over on the time limit's last step bootstrapped (envpool, compiled rollout)": (
+        "cleanrl/ppo_atari_envpool_xla_jax_scan.py",
+        'termination = termination | infos["terminated"].astype(bool)',
+        "termination = termination",
+        [f"{WIRING}::test_xla_jax_scan_returns_mask_reset_steps_and_bootstrap_only_a_time_limit"],
+    ),
     "the first update skipped (PPO)": (
         "cleanrl/ppo.py",
         "        optimizer.step()\n",

@@ -53,14 +53,17 @@ def probe(
     values_by=None,
     moves=None,
     go_on=False,
+    keep_at_end=(),
+    checksum=CHECKSUM,
 ):
     """Runs tests/loop_probe.py on `script`. With `moves` (a network of an on-policy script), the run goes on past
     `stop_at` (the first rollout's end) and the network must stay fixed through each rollout and change at the
-    update between the first two. With `go_on`, the run goes on past `stop_at` too ("all_steps": the whole run)."""
-    watch = (watch or {}) | ({"moves": CHECKSUM.format(moves)} if moves else {})
+    update between the first two (`checksum`: its expression, of a torch module or, JAX_CHECKSUM, a pytree). With
+    `go_on` or `keep_at_end`, the run goes on past `stop_at` too ("all_steps": the whole run)."""
+    watch = (watch or {}) | ({"moves": checksum.format(moves)} if moves else {})
     request = {"script": str(REPO / "cleanrl" / script), "args": args, "stop_at": stop_at, "keep": list(keep)}
     request |= {"value": value, "sample": sample, "watch": watch, "envpool": envpool, "values_by": values_by}
-    request |= {"go_on": go_on or moves is not None}
+    request |= {"go_on": go_on or moves is not None or bool(keep_at_end), "keep_at_end": list(keep_at_end)}
     (tmp_path / "request.json").write_text(json.dumps(request))
     done = subprocess.run(
         [sys.executable, str(PROBE), "request.json", "out.pkl"],
@@ -867,3 +870,49 @@ def test_trxl_advantages_bootstrap_a_time_limit_from_the_final_observation_with_
     advantages, returns = gae_by_hand(result, gamma=float(result["kept"]["args.gamma"]))
     np.testing.assert_allclose(result["kept"]["advantages"], advantages, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(result["kept"]["returns"], returns, rtol=1e-4, atol=1e-5)
+
+
+XLA_FLAGS = [*ENVPOOL_FLAGS, "--no-xla-env"]  # envpool's steps as a host callback: the stand-in has no XLA interface
+
+
+def test_xla_jax_advantages_mask_reset_steps_and_bootstrap_only_a_time_limit(tmp_path):
+    args = [*XLA_FLAGS, "--total-timesteps", "160"]
+    result = probe(
+        tmp_path,
+        "ppo_atari_envpool_xla_jax.py",
+        args,
+        stop_at="batch",
+        keep=["advantages", "returns", "valid"],
+        value="lambda o: get_value(agent_state.params, o)",
+        envpool=True,
+        moves="agent_state.params",
+        checksum=JAX_CHECKSUM,
+    )
+    check_envpool_episodes(result)
+    advantages, returns = next_step_gae_by_hand(result)
+    valid = result["kept"]["valid"].astype(bool)
+    np.testing.assert_array_equal(valid[1:], ~np.stack([s["terminations"] | s["truncations"] for s in result["steps"][:-1]]))
+    np.testing.assert_allclose(result["kept"]["advantages"], advantages, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(result["kept"]["returns"], returns, rtol=1e-4, atol=1e-5)
+
+
+def test_xla_jax_scan_returns_mask_reset_steps_and_bootstrap_only_a_time_limit(tmp_path):
+    """The rollout, GAE and update are compiled calls: the values are taken between the rollout and the update (the
+    first line binding `ended`), the returns and reset-step flags the update gives back when the one-rollout run ends."""
+    args = [*XLA_FLAGS, "--total-timesteps", "80"]
+    result = probe(
+        tmp_path,
+        "ppo_atari_envpool_xla_jax_scan.py",
+        args,
+        stop_at="ended",
+        value="lambda o: agent.apply(agent_state.params, o, method=Agent.get_value)[:, 0]",
+        envpool=True,
+        keep_at_end=["returns", "valid"],
+    )
+    check_envpool_episodes(result)
+    advantages, returns = next_step_gae_by_hand(result)
+    valid = result["kept_at_end"]["valid"].reshape(advantages.shape).astype(bool)
+    np.testing.assert_array_equal(valid[1:], ~np.stack([s["terminations"] | s["truncations"] for s in result["steps"][:-1]]))
+    np.testing.assert_allclose(
+        result["kept_at_end"]["returns"].reshape(returns.shape)[valid], returns[valid], rtol=1e-4, atol=1e-5
+    )
