@@ -7,6 +7,8 @@ REQUEST: {"script": path, "args": [...], "stop_at": a global name or null, "keep
           "envpool": true to make `envpool.make` give tests/standin_envs.py's EnvpoolStandinAtari, "procgen" its
                      EnvpoolStandinProcgen (then the steps recorded are those of the script's `envs`, which wraps
                      the stand-in: what the loop receives) (optional),
+          "pettingzoo": true to add StandinPettingZooAtari as the PettingZoo Atari game `standin_v0` (the steps
+                        recorded are those of the script's `envs`, SuperSuit's vector env) (optional),
           "values_by": "module:function" of tests/ that computes "values" itself, for recurrent agents (optional),
           "go_on": true to take what is kept at `stop_at` and let the run go on to its end (optional),
           "keep_at_end": [expressions] evaluated when the run has ended, as "kept_at_end" (optional)}
@@ -128,9 +130,12 @@ def main():
         def recording_step(actions):
             watched = {name: float(eval(expression, run)) for name, expression in request.get("watch", {}).items()}
             obs, rewards, terminations, truncations, infos = step(actions)
+            ended = np.nonzero(np.asarray(terminations) | np.asarray(truncations))[0]
+            final = {int(i): np.array(infos[i]["terminal_observation"]) for i in ended if isinstance(infos, list)}
             record_of(envs)["steps"].append(
                 {"obs": np.array(obs), "rewards": np.array(rewards), "terminations": np.array(terminations)}
                 | {"truncations": np.array(truncations), "game_over": np.zeros(len(obs), bool), "watch": watched}
+                | {"final_obs": final}  # SuperSuit's vector env: the true final observations in a list of infos
             )
             return obs, rewards, terminations, truncations, infos
 
@@ -156,6 +161,13 @@ def main():
         import envpool
 
         envpool.make = RecordingEnvpool
+    if request.get("pettingzoo"):
+        from pettingzoo.atari.all_modules import atari_environments
+
+        game = types.ModuleType("pettingzoo.atari.standin_v0")
+        game.parallel_env = standin_envs.StandinPettingZooAtari
+        sys.modules[game.__name__] = atari_environments["atari/standin_v0"] = game
+    follows_envs = request.get("envpool") == "procgen" or request.get("pettingzoo")
 
     code = compile(open(script).read(), script, "exec")
 
@@ -183,7 +195,7 @@ def main():
     taken, taken_from = [], []  # the snapshot, and the record it was taken from
 
     def at_line(frame, event, arg):
-        if event == "line" and request.get("envpool") == "procgen":
+        if event == "line" and follows_envs:
             follow_envs(frame)
         if event == "line" and request["stop_at"] in frame.f_globals:
             if not request.get("go_on"):

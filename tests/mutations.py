@@ -182,6 +182,12 @@ MUTATIONS = {
         "termination = termination",
         [f"{WIRING}::test_xla_jax_scan_returns_mask_reset_steps_and_bootstrap_only_a_time_limit"],
     ),
+    "each player's time limit valued at the next game's first frames (PettingZoo)": (
+        "cleanrl/ppo_pettingzoo_ma_atari.py",
+        'np.stack([infos[i]["terminal_observation"] for i in truncated])',
+        "next_obs.cpu().numpy()[truncated]",
+        [f"{WIRING}::test_pettingzoo_advantages_bootstrap_a_time_limit_from_each_players_true_final_frames"],
+    ),
     "the first update skipped (PPO)": (
         "cleanrl/ppo.py",
         "        optimizer.step()\n",

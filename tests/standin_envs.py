@@ -17,6 +17,9 @@ meanings and 210x160 RGB frames) that plays a fixed pattern of raw frames: every
 frame `LIFE_LOST_AT` (so `EpisodicLifeEnv` ends an episode there), even games end at frame `GAME_OVER_AT` and odd
 ones are cut by a `ATARI_TIME_LIMIT`-frame time limit. Each frame says where it is in flat blocks that survive
 resizing and grayscale: which stand-in made it (top left), its game (top right), its frame in the game (bottom).
+
+`EnvpoolStandinAtari` and `EnvpoolStandinProcgen` do what the envpool scripts use of `envpool.make`, and
+`StandinPettingZooAtari` what ppo_pettingzoo_ma_atari.py uses of a PettingZoo Atari game's `parallel_env`.
 """
 
 import itertools
@@ -25,6 +28,7 @@ import types
 import ale_py
 import gymnasium as gym
 import numpy as np
+import pettingzoo
 
 TERMINATE_AT, TIME_LIMIT, OBS_DIM = 3, 5, 4
 MADE = itertools.count()  # the n-th stand-in made in this process starts at episode n, so sub-envs are out of step
@@ -259,3 +263,47 @@ def decode_procgen(obs):
         np.rint((obs[..., 1, 0, 0] - 4) / 8).astype(int),
         np.rint(obs[..., 2, 0, 0] / 3).astype(int),
     )
+
+
+PZ_GAME_OVER_AT, PZ_MAX_CYCLES = 24, 40  # frames; the tests pass the script --max-cycles PZ_MAX_CYCLES
+
+
+class StandinPettingZooAtari(pettingzoo.ParallelEnv):
+    """What ppo_pettingzoo_ma_atari.py uses of `pettingzoo.atari.<game>.parallel_env(max_cycles, ...)`: two players
+    who see the same 210x160 RGB screen, and games that follow a fixed pattern by game % 3, whatever the actions:
+    game 0 is over at frame `PZ_GAME_OVER_AT` (every player terminates), game 1 is cut by `max_cycles` (every player
+    truncated, as PettingZoo's Atari games are), and game 2 is over on the time limit's last frame (both flags).
+    Frames are `StandinAtari`'s blocks (`decode_atari`): which stand-in made it, its game, its frame in the game;
+    the n-th stand-in made in a process starts at game n.
+    Raw rewards: frame % 3 - 1 for the first player, the opposite for the second."""
+
+    metadata = {"render_modes": ["rgb_array"], "name": "standin_v0", "is_parallelizable": True, "render_fps": 60}
+    possible_agents = ["first_0", "second_0"]
+
+    def __init__(self, max_cycles=100_000, render_mode=None, **kwargs):  # kwargs: auto_rom_install_path
+        self.max_cycles, self.render_mode, self.agents = max_cycles, render_mode, []
+        self.instance, self.frame = next(MADE), 0
+        self.game = self.instance - 1  # the n-th made plays game n first, so its games are out of step with others'
+        self.np_random = np.random.default_rng(0)  # SuperSuit's frame skip draws its skip length from it
+
+    def observation_space(self, agent):
+        return gym.spaces.Box(0, 255, (210, 160, 3), np.uint8)
+
+    def action_space(self, agent):
+        return gym.spaces.Discrete(3)
+
+    render = StandinAtari.render
+
+    def reset(self, seed=None, options=None):
+        self.np_random = np.random.default_rng(seed)
+        self.game, self.frame, self.agents = self.game + 1, 0, list(self.possible_agents)
+        return dict.fromkeys(self.agents, self.render()), {agent: {} for agent in self.agents}
+
+    def step(self, actions):
+        self.frame += 1
+        over_at = {0: PZ_GAME_OVER_AT, 1: None, 2: PZ_MAX_CYCLES}[self.game % 3]
+        over, cut, reward = self.frame == over_at, self.frame >= self.max_cycles, float(self.frame % 3 - 1)
+        observations, rewards = dict.fromkeys(self.agents, self.render()), {"first_0": reward, "second_0": -reward}
+        terminations, truncations = dict.fromkeys(self.agents, over), dict.fromkeys(self.agents, cut)
+        infos, self.agents = {agent: {} for agent in self.agents}, [] if over else self.agents
+        return observations, rewards, terminations, truncations, infos

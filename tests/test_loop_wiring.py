@@ -23,6 +23,8 @@ from standin_envs import (
     GAME_OVER_AT,
     LIFE_LOST_AT,
     PROCGEN_ENDS,
+    PZ_GAME_OVER_AT,
+    PZ_MAX_CYCLES,
     TERMINATE_AT,
     TIME_LIMIT,
     decode,
@@ -55,6 +57,7 @@ def probe(
     go_on=False,
     keep_at_end=(),
     checksum=CHECKSUM,
+    pettingzoo=False,
 ):
     """Runs tests/loop_probe.py on `script`. With `moves` (a network of an on-policy script), the run goes on past
     `stop_at` (the first rollout's end) and the network must stay fixed through each rollout and change at the
@@ -64,6 +67,7 @@ def probe(
     request = {"script": str(REPO / "cleanrl" / script), "args": args, "stop_at": stop_at, "keep": list(keep)}
     request |= {"value": value, "sample": sample, "watch": watch, "envpool": envpool, "values_by": values_by}
     request |= {"go_on": go_on or moves is not None or bool(keep_at_end), "keep_at_end": list(keep_at_end)}
+    request |= {"pettingzoo": pettingzoo}
     (tmp_path / "request.json").write_text(json.dumps(request))
     done = subprocess.run(
         [sys.executable, str(PROBE), "request.json", "out.pkl"],
@@ -916,3 +920,40 @@ def test_xla_jax_scan_returns_mask_reset_steps_and_bootstrap_only_a_time_limit(t
     np.testing.assert_allclose(
         result["kept_at_end"]["returns"].reshape(returns.shape)[valid], returns[valid], rtol=1e-4, atol=1e-5
     )
+
+
+def check_pettingzoo_episodes(result):
+    """The PettingZoo stand-in's games through the script's SuperSuit wrappers (a 4-frame skip, grayscale, resizing,
+    a 4-frame stack and a plane per player), as the loop received them: sub-env 2g + p is player p of game g and both
+    players see their game's frames; a game over terminates every player and --max-cycles truncates them (both
+    flags on a game over at the limit); the true final frames are of the game that ended, and the loop goes on with
+    the next game's first frame."""
+    observations, kinds = [result["reset"]] + [s["obs"] for s in result["steps"]], set()
+    for k, s in enumerate(result["steps"]):
+        (instance, game, frame), after = decode_atari(observations[k][..., 3]), decode_atari(s["obs"][..., 3])
+        players = np.tile(255 * np.eye(2, dtype=np.uint8), (len(game) // 2, 1))
+        np.testing.assert_array_equal(observations[k][:, 0, 0, 4:], players)
+        assert (instance[0::2] == instance[1::2]).all() and (frame[0::2] == frame[1::2]).all()
+        for i, ends_at in enumerate(frame + 4):
+            over_at = {0: PZ_GAME_OVER_AT, 1: None, 2: PZ_MAX_CYCLES}[game[i] % 3]
+            assert s["terminations"][i] == (ends_at == over_at) and s["truncations"][i] == (ends_at == PZ_MAX_CYCLES)
+            if s["terminations"][i] or s["truncations"][i]:
+                final = decode_atari(s["final_obs"][i][..., 3])
+                assert (final[0], final[1], final[2]) == (instance[i], game[i], ends_at)
+                assert (after[0][i], after[1][i], after[2][i]) == (instance[i], game[i] + 1, 0)
+                kinds |= {("game over" if s["terminations"][i] else "") + (" time limit" if s["truncations"][i] else "")}
+            else:
+                assert (after[0][i], after[1][i], after[2][i]) == (instance[i], game[i], ends_at)
+    assert kinds == {"game over", " time limit", "game over time limit"}
+
+
+def test_pettingzoo_advantages_bootstrap_a_time_limit_from_each_players_true_final_frames(tmp_path):
+    args = ["--env-id", "standin_v0", "--num-envs", "4", "--num-steps", "32", "--total-timesteps", "256"]
+    args += ["--max-cycles", str(PZ_MAX_CYCLES)]
+    keep = ["advantages", "returns"]
+    script = "ppo_pettingzoo_ma_atari.py"
+    result = probe(tmp_path, script, args, stop_at="returns", keep=keep, value=TORCH_VALUE, moves="agent", pettingzoo=True)
+    check_pettingzoo_episodes(result)
+    advantages, returns = gae_by_hand(result)
+    np.testing.assert_allclose(result["kept"]["advantages"], advantages, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(result["kept"]["returns"], returns, rtol=1e-4, atol=1e-5)
