@@ -1,13 +1,18 @@
 """Truncation and termination through each script's own loop (issue 32).
 
-Each script runs itself on a stand-in env (tests/standin_envs.py: episodes that terminate or hit a 5-step time limit
-at known steps, observations that say their step), driven by tests/loop_probe.py. The checks:
+Each script runs itself on a stand-in env (tests/standin_envs.py: episodes that terminate or hit a time limit at
+known steps, observations that say their step), driven by tests/loop_probe.py: classic control and MuJoCo-style
+scripts on a 5-step time limit, the Atari scripts on an ale-py game behind their real wrappers, the envpool scripts
+(Atari, Procgen, and the XLA ones that step inside jit) on pools with NEXT_STEP reset steps, and the PettingZoo
+script on a two-player game behind SuperSuit's wrappers. Every script in cleanrl/ has a check here. The checks:
 - on-policy: the first rollout's advantages and returns, against GAE computed here by hand from what the env gave
   the loop and the critic's values. A truncated step must bootstrap from V(its true final observation), a
   terminated one from 0, and neither carries the next episode's advantage back;
 - off-policy: transitions drawn from the replay memory at the end of a short run. `next_obs` must be the step after
   `obs` in the same episode (at a time limit, the true final observation), `done` the termination only, and the
-  reward the one the env gave for that step.
+  reward the one the env gave for that step;
+- the networks (or JAX parameter trees) fixed through a rollout and moved by the first update (on-policy), and
+  each network and target network moved exactly at its cadence (off-policy).
 """
 
 import json
@@ -957,3 +962,12 @@ def test_pettingzoo_advantages_bootstrap_a_time_limit_from_each_players_true_fin
     advantages, returns = gae_by_hand(result)
     np.testing.assert_allclose(result["kept"]["advantages"], advantages, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(result["kept"]["returns"], returns, rtol=1e-4, atol=1e-5)
+
+
+def test_every_script_has_a_check_here():
+    """A new script in cleanrl/ needs its loop checked here too (docs/contributing.md)."""
+    this_file = Path(__file__).read_text()
+    unchecked = [
+        p.name for p in sorted((REPO / "cleanrl").glob("*.py")) if p.name != "__init__.py" and f'"{p.name}"' not in this_file
+    ]
+    assert not unchecked, f"no loop-wiring check for {', '.join(unchecked)}"
