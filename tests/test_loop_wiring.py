@@ -550,6 +550,12 @@ def next_step_gae_by_hand(result, gamma=GAMMA, lam=LAMBDA):
     return advantages, advantages + values[:T]
 
 
+def check_reset_steps_masked(valid, steps):
+    """`valid` (T, N): a step is a transition unless the step before ended its episode (then it is a reset step)."""
+    np.testing.assert_array_equal(valid[1:], ~np.stack([s["terminations"] | s["truncations"] for s in steps[:-1]]))
+    assert valid[0].all()
+
+
 def check_envpool_episodes(result):
     """The envpool stand-in played its pattern, and the rollout saw every kind of ending."""
     kinds = set()
@@ -731,7 +737,7 @@ def test_rnd_extrinsic_advantages_end_at_episodes_and_intrinsic_ones_run_on(tmp_
     np.testing.assert_array_equal(kept["next_frames"][:, :, 0], np.stack([s["obs"][:, -1] for s in steps]))
     advantages, returns = next_step_gae_by_hand(result, gamma=float(kept["args.gamma"]))
     valid = kept["valid"].astype(bool)
-    np.testing.assert_array_equal(valid[1:], ~np.stack([s["terminations"] | s["truncations"] for s in steps[:-1]]))
+    check_reset_steps_masked(valid, steps)
     np.testing.assert_allclose(kept["ext_advantages"][valid], advantages[valid], rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(kept["ext_returns"][valid], returns[valid], rtol=1e-4, atol=1e-5)
     int_values = result["values"]["int"]
@@ -779,7 +785,7 @@ def test_procgen_advantages_mask_reset_steps_and_bootstrap_the_scripts_time_limi
     check_procgen_episodes(result)
     kept, steps = result["kept"], result["steps"]
     valid = kept["valid"].astype(bool)
-    np.testing.assert_array_equal(valid[1:], ~np.stack([s["terminations"] | s["truncations"] for s in steps[:-1]]))
+    check_reset_steps_masked(valid, steps)
     advantages, returns = next_step_gae_by_hand(result, float(kept["args.gamma"]), float(kept["args.gae_lambda"]))
     np.testing.assert_allclose(kept["advantages"][valid], advantages[valid], rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(kept["returns"][valid], returns[valid], rtol=1e-4, atol=1e-5)
@@ -900,7 +906,7 @@ def test_xla_jax_advantages_mask_reset_steps_and_bootstrap_only_a_time_limit(tmp
     check_envpool_episodes(result)
     advantages, returns = next_step_gae_by_hand(result)
     valid = result["kept"]["valid"].astype(bool)
-    np.testing.assert_array_equal(valid[1:], ~np.stack([s["terminations"] | s["truncations"] for s in result["steps"][:-1]]))
+    check_reset_steps_masked(valid, result["steps"])
     np.testing.assert_allclose(result["kept"]["advantages"], advantages, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(result["kept"]["returns"], returns, rtol=1e-4, atol=1e-5)
 
@@ -921,7 +927,7 @@ def test_xla_jax_scan_returns_mask_reset_steps_and_bootstrap_only_a_time_limit(t
     check_envpool_episodes(result)
     advantages, returns = next_step_gae_by_hand(result)
     valid = result["kept_at_end"]["valid"].reshape(advantages.shape).astype(bool)
-    np.testing.assert_array_equal(valid[1:], ~np.stack([s["terminations"] | s["truncations"] for s in result["steps"][:-1]]))
+    check_reset_steps_masked(valid, result["steps"])
     np.testing.assert_allclose(
         result["kept_at_end"]["returns"].reshape(returns.shape)[valid], returns[valid], rtol=1e-4, atol=1e-5
     )
