@@ -644,20 +644,30 @@ def test_lstm_advantages_bootstrap_a_time_limit_from_the_ended_episodes_state(tm
         "--num-minibatches",
         "2",
     ]
-    keep = ["advantages", "returns"]
+    # the update replays whole env sequences from the rollout's initial state, resetting where episodes start: it
+    # gives back the rollout's log-probabilities and values (to float32 rounding: the CNN sees other batch sizes);
+    # a reset one step off (at the done step, not the one after) is far outside that rounding
+    replay = "agent.get_action_and_value(obs, initial_lstm_state, starts, actions)"
+    keep = ["advantages", "returns", "logprobs", "values", "dones", f"{replay}[1]", f"{replay}[3]"]
+    keep += ["agent.get_value(obs, initial_lstm_state, dones)"]
     result = probe(
         tmp_path,
         "ppo_atari_lstm.py",
         args,
-        stop_at="returns",
+        stop_at="starts",  # bound after the advantages, before the update
         keep=keep,
         values_by="test_loop_wiring:lstm_values",
         moves="agent",
     )
     check_atari_episodes(result)
+    kept = result["kept"]
     advantages, returns = gae_by_hand(result)
-    np.testing.assert_allclose(result["kept"]["advantages"], advantages, rtol=1e-4, atol=1e-5)
-    np.testing.assert_allclose(result["kept"]["returns"], returns, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(kept["advantages"], advantages, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(kept["returns"], returns, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(kept[f"{replay}[1]"], kept["logprobs"], rtol=0, atol=1e-5)
+    np.testing.assert_allclose(kept[f"{replay}[3]"].reshape(kept["values"].shape), kept["values"], rtol=0, atol=1e-5)
+    shifted = kept["agent.get_value(obs, initial_lstm_state, dones)"].reshape(kept["values"].shape)
+    assert kept["dones"].any() and np.abs(shifted - kept["values"]).max() > 1e-3
 
 
 def next_step_lstm_q_max(run, recorded):

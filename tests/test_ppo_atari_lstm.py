@@ -1,6 +1,7 @@
 """ppo_atari_lstm.py: where the LSTM state is reset under SAME_STEP autoreset (by hand), that a state carried
-across a reset leaves no trace, that the update's sequence replay gives back the rollout's log-probabilities
-and values (to float32 rounding), that evaluation resets at episode starts too, and the script run as a user would."""
+across a reset leaves no trace, that evaluation resets at episode starts too, and the script run as a user would.
+(That the update's sequence replay gives back the rollout's log-probabilities and values is checked on the script's
+own rollout, in tests/test_loop_wiring.py.)"""
 
 import numpy as np
 import pytest
@@ -120,81 +121,6 @@ def test_env_gives_one_frame(lstm):
     obs, _ = envs.reset(seed=0)
     assert obs.shape == (2, 1, 84, 84) and obs.dtype == np.uint8
     envs.close()
-
-
-def simulated_rollout(agent, next_obs, next_done, next_lstm_state, dones, truncated_at, final_obs):
-    """Acts as the script's rollout does, step by step, on given observations and episode ends; a truncation
-    at (t, n) also computes V(final obs) with the old episode's state. Returns what the update needs."""
-    num_steps, num_envs = dones.shape
-    record = {name: torch.zeros(num_steps, num_envs) for name in ("logprobs", "values", "starts", "final_values")}
-    record["actions"] = torch.zeros(num_steps, num_envs, dtype=torch.long)
-    record["obs"] = torch.zeros((num_steps, num_envs, 1, 84, 84), dtype=torch.uint8)
-    with torch.no_grad():
-        for t in range(num_steps):
-            record["obs"][t], record["starts"][t] = next_obs[t], next_done
-            action, logprob, _, value, next_lstm_state = agent.get_action_and_value(
-                next_obs[t].unsqueeze(0), next_lstm_state, next_done.unsqueeze(0)
-            )
-            record["actions"][t], record["logprobs"][t], record["values"][t] = action[0], logprob[0], value[0]
-            for n in truncated_at.get(t, []):
-                state = (next_lstm_state[0][:, [n]], next_lstm_state[1][:, [n]])
-                final = final_obs[t, n][None, None]
-                record["final_values"][t, n] = agent.get_value(final, state, torch.zeros(1, 1))[0, 0]
-            next_done = dones[t]
-    return record, next_done, next_lstm_state
-
-
-def test_update_replay_reproduces_the_rollout(lstm):
-    torch.manual_seed(3)
-    agent = lstm.Agent(4)
-    num_steps, num_envs = 10, 4
-    frames = torch.randint(0, 256, (2, num_steps, num_envs, 1, 84, 84), dtype=torch.uint8)
-    finals = torch.randint(0, 256, (2, num_steps, num_envs, 1, 84, 84), dtype=torch.uint8)
-    # rollout 1: env 0 loses lives at steps 2 and 3, env 1 is truncated at 5, env 3 ends at the last step
-    dones_1 = torch.zeros(num_steps, num_envs)
-    dones_1[2, 0] = dones_1[3, 0] = dones_1[5, 1] = dones_1[9, 3] = 1
-    # rollout 2, from where rollout 1 left off: env 2 is truncated at 0, env 1 ends at 6
-    dones_2 = torch.zeros(num_steps, num_envs)
-    dones_2[0, 2] = dones_2[6, 1] = 1
-    next_done, next_lstm_state = torch.ones(num_envs), agent.initial_state(num_envs)
-    for frames_k, finals_k, dones, truncated_at in [
-        (frames[0], finals[0], dones_1, {5: [1]}),
-        (frames[1], finals[1], dones_2, {0: [2]}),
-    ]:
-        initial_state, initial_done = (next_lstm_state[0].clone(), next_lstm_state[1].clone()), next_done.clone()
-        record, next_done, next_lstm_state = simulated_rollout(
-            agent, frames_k, next_done, next_lstm_state, dones, truncated_at, finals_k
-        )
-        starts = lstm.episode_starts(dones, initial_done)
-        assert torch.equal(starts, record["starts"])  # the replay's resets are the rollout's
-        # the update's minibatches: whole env sequences, in shuffled order, from the rollout's initial state
-        for mb_envs in [torch.tensor([3, 1]), torch.tensor([0, 2])]:
-            with torch.no_grad():
-                _, newlogprob, _, newvalue, _ = agent.get_action_and_value(
-                    record["obs"][:, mb_envs],
-                    (initial_state[0][:, mb_envs], initial_state[1][:, mb_envs]),
-                    starts[:, mb_envs],
-                    record["actions"][:, mb_envs],
-                )
-            # equal up to float32 rounding: the CNN sees 4 frames a call while acting, 20 while replaying
-            torch.testing.assert_close(newlogprob, record["logprobs"][:, mb_envs], rtol=0, atol=1e-5)
-            torch.testing.assert_close(newvalue, record["values"][:, mb_envs], rtol=0, atol=1e-5)
-            # a reset one step off (at the done step instead of the one after) is far outside that rounding
-            with torch.no_grad():
-                shifted = agent.get_value(
-                    record["obs"][:, mb_envs],
-                    (initial_state[0][:, mb_envs], initial_state[1][:, mb_envs]),
-                    dones[:, mb_envs],
-                )
-            if dones[:, mb_envs].any():
-                assert (shifted - record["values"][:, mb_envs]).abs().max() > 1e-3
-        # a truncation's bootstrap value is that of its final observation replayed at the end of its own episode
-        ((t, (n,)),) = truncated_at.items()
-        sequence = torch.cat([record["obs"][: t + 1, [n]], finals_k[t, n][None, None]])
-        sequence_starts = torch.cat([starts[: t + 1, [n]], torch.zeros(1, 1)])
-        with torch.no_grad():
-            values = agent.get_value(sequence, (initial_state[0][:, [n]], initial_state[1][:, [n]]), sequence_starts)
-        torch.testing.assert_close(record["final_values"][t, n], values[-1, 0], rtol=0, atol=1e-5)
 
 
 def test_evaluation_resets_the_state_at_every_episode_start(lstm, monkeypatch, workdir):
