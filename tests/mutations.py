@@ -188,6 +188,20 @@ MUTATIONS = {
         "next_obs.cpu().numpy()[truncated]",
         [f"{WIRING}::test_pettingzoo_advantages_bootstrap_a_time_limit_from_each_players_true_final_frames"],
     ),
+    "the true final observations of two envs ended at once swapped (PPO, continuous)": (
+        "cleanrl/ppo_continuous_action.py",
+        'np.stack(infos["final_obs"][truncated])',
+        'np.stack(infos["final_obs"][truncated[::-1]])',
+        [
+            f"{WIRING}::test_on_policy_advantages_bootstrap_a_time_limit_from_the_true_final_observation[ppo_continuous_action.py]"
+        ],
+    ),
+    "the true final observations of two envs ended at once swapped (replay memory)": (
+        "cleanrl/sac_continuous_action.py",
+        "final_obs[i] if terminations[i] or truncations[i] else next_obs[i]",
+        "final_obs[::-1][i] if terminations[i] or truncations[i] else next_obs[i]",
+        [f"{WIRING}::test_off_policy_memory_of_three_envs_keeps_each_envs_own_final_observation[sac_continuous_action.py]"],
+    ),
     "the first update skipped (PPO)": (
         "cleanrl/ppo.py",
         "        optimizer.step()\n",

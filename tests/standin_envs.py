@@ -2,10 +2,12 @@
 
 Every sub-env plays the same fixed pattern, whatever the actions: its episodes alternate between one that
 terminates after `TERMINATE_AT` steps and one that a time limit truncates after `TIME_LIMIT` steps (gymnasium's
-`TimeLimit`, from `max_episode_steps` in the registration). An observation is `[episode, t, 1, ...]` scaled by 1/10
+`TimeLimit`, from `max_episode_steps` in the registration). An observation is `[episode, t, 1, 0]` scaled by 1/10
 (episode: the sub-env's episode count, from n for the n-th stand-in made; t: steps into it), so a test reads off
 which step of which episode any stored observation is, and a true final observation (t = its length) differs
-from the next episode's first (t = 0). The reward of the step from t is 1 + t / 10. Every info also carries
+from the next episode's first (t = 0). Its last entry is (t / TIME_LIMIT)^(1 + n % 3) instead of 0: sub-envs that
+play in step (the n-th and the n+2-th) differ even after a script's observation normalisation, an affine map per
+sub-env that would make them alike. The reward of the step from t is 1 + t / 10. Every info also carries
 `standin`: [episode, t, the raw reward], so a test can read the pattern where a script's wrappers normalise
 observations and rewards.
 
@@ -55,10 +57,12 @@ class Standin(gym.Env):
     def __init__(self, action_space):
         self.observation_space = gym.spaces.Box(-np.inf, np.inf, (OBS_DIM,), np.float32)
         self.action_space = action_space
-        self.episode, self.t = next(MADE) - 1, 0
+        self.instance = next(MADE)
+        self.episode, self.t = self.instance - 1, 0
 
     def _obs(self):
-        return np.array([self.episode, self.t, 1] + [0] * (OBS_DIM - 3), dtype=np.float32) / 10
+        shape = (self.t / TIME_LIMIT) ** (1 + self.instance % 3)
+        return np.array([self.episode / 10, self.t / 10, 0.1, shape], dtype=np.float32)
 
     def reset(self, *, seed=None, options=None):
         super().reset(seed=seed)

@@ -110,6 +110,8 @@ def check_episodes(result):
                 assert (ids[k + 1][i, 0], ids[k + 1][i, 1]) == (episode[i], t[i] + 1)
                 assert ids[k + 1][i, 2] == pytest.approx(reward(t[i]))
     assert any(s["terminations"].any() for s in result["steps"]) and any(s["truncations"].any() for s in result["steps"])
+    if len(ids[0]) >= 3:  # sub-envs 0 and 2 play in step: a final observation paired with the wrong env shows
+        assert any(s["truncations"].sum() >= 2 for s in result["steps"]), "no step truncated two episodes at once"
 
 
 def gae_by_hand(result, gamma=GAMMA, lam=LAMBDA):
@@ -134,23 +136,43 @@ def gae_by_hand(result, gamma=GAMMA, lam=LAMBDA):
     return advantages, advantages + values[:T]
 
 
+def check_by_hand(result, valid=None, kept="kept", rtol=1e-4, atol=1e-5, **by_hand):
+    """Each `result[kept][name]` (T, N) against its hand computation in `by_hand`, where `valid` (T, N) holds. A
+    mismatch names the last (step, env) that differs (earlier steps inherit a difference), how that step ended,
+    and, on the stand-ins that report it, the (episode, t) of the observation it acted on."""
+    ids = [result["reset_ids"]] + [s.get("ids", []) for s in result["steps"]]
+    for name, expected in by_hand.items():
+        actual = np.asarray(result[kept][name]).reshape(np.shape(expected))
+        bad = ~np.isclose(actual, expected, rtol=rtol, atol=atol) & (True if valid is None else valid)
+        if bad.any():
+            k, i = np.argwhere(bad)[-1]
+            s = result["steps"][k]
+            how = "terminated" if s["terminations"][i] else "was truncated" if s["truncations"][i] else "went on"
+            at = f" (episode {ids[k][i][0]:.0f}, t {ids[k][i][1]:.0f})" if np.size(ids[k]) else ""
+            raise AssertionError(
+                f"{name}[step {k}, env {i}]{at}, a step that {how}: {actual[k, i]:.6g}, by hand {expected[k, i]:.6g}"
+                f" ({bad.sum()} of {bad.size} differ)"
+            )
+
+
 TORCH_VALUE = "lambda o: agent.get_value(torch.as_tensor(o, dtype=torch.float32)).flatten()"
 ON_POLICY = {
     "ppo.py": ("StandinDiscrete-v0", []),
     "ppo_continuous_action.py": ("StandinContinuous-v0", ["--num-minibatches", "4"]),
     "rpo_continuous_action.py": ("StandinContinuous-v0", ["--num-minibatches", "4"]),
 }
+# three sub-envs, so that some steps end two episodes at once (see check_episodes); two rollouts
+ON_POLICY_FLAGS = ["--num-envs", "3", "--num-steps", "16", "--total-timesteps", "96"]
 
 
 @pytest.mark.parametrize("script", ON_POLICY)
 def test_on_policy_advantages_bootstrap_a_time_limit_from_the_true_final_observation(script, tmp_path):
     env_id, extra = ON_POLICY[script]
-    args = ["--env-id", env_id, "--num-envs", "2", "--num-steps", "16", "--total-timesteps", "64", *extra]
+    args = ["--env-id", env_id, *ON_POLICY_FLAGS, *extra]
     result = probe(tmp_path, script, args, stop_at="returns", keep=["advantages", "returns"], value=TORCH_VALUE, moves="agent")
     check_episodes(result)
     advantages, returns = gae_by_hand(result)
-    np.testing.assert_allclose(result["kept"]["advantages"], advantages, rtol=1e-4, atol=1e-5)
-    np.testing.assert_allclose(result["kept"]["returns"], returns, rtol=1e-4, atol=1e-5)
+    check_by_hand(result, advantages=advantages, returns=returns)
 
 
 def q_lambda_by_hand(result, gamma=GAMMA, lam=0.65):
@@ -176,7 +198,7 @@ def q_lambda_by_hand(result, gamma=GAMMA, lam=0.65):
 
 
 def test_pqn_q_lambda_returns_bootstrap_a_time_limit_from_the_true_final_observation(tmp_path):
-    args = ["--env-id", "StandinDiscrete-v0", "--num-envs", "2", "--num-steps", "16", "--total-timesteps", "64"]
+    args = ["--env-id", "StandinDiscrete-v0", *ON_POLICY_FLAGS]
     value = "lambda o: q_network(torch.as_tensor(o, dtype=torch.float32)).max(dim=1).values"
     result = probe(
         tmp_path,
@@ -188,7 +210,7 @@ def test_pqn_q_lambda_returns_bootstrap_a_time_limit_from_the_true_final_observa
         moves="q_network",
     )
     check_episodes(result)
-    np.testing.assert_allclose(result["kept"]["returns"], q_lambda_by_hand(result), rtol=1e-4, atol=1e-5)
+    check_by_hand(result, returns=q_lambda_by_hand(result))
 
 
 BATCH = ["b_obs", "b_rewards", "b_next_obs", "b_dones"]
@@ -238,11 +260,11 @@ def check_memory(obs, rewards, next_obs, dones):
     the true final observation), `done` the termination only, the reward the one the env gave for that step.
     Returns the hand-made (rewards, terminations)."""
     (episode, t), (next_episode, next_t) = decode(obs), decode(next_obs)
-    np.testing.assert_array_equal(next_episode, episode)
-    np.testing.assert_array_equal(next_t, t + 1)
+    np.testing.assert_array_equal(next_episode, episode, err_msg="a stored next_obs is of another episode than its obs")
+    np.testing.assert_array_equal(next_t, t + 1, err_msg="a stored next_obs is not the step after its obs")
     terminated = np.array([terminates(e, n) for e, n in zip(episode, next_t)], dtype=np.float64)
-    np.testing.assert_array_equal(np.asarray(dones).reshape(-1), terminated)
-    np.testing.assert_allclose(np.asarray(rewards).reshape(-1), reward(t), rtol=1e-6)
+    np.testing.assert_array_equal(np.asarray(dones).reshape(-1), terminated, err_msg="done is not the termination")
+    np.testing.assert_allclose(np.asarray(rewards).reshape(-1), reward(t), rtol=1e-6, err_msg="not the step's reward")
     assert (next_t == TIME_LIMIT).any() and (next_t == TERMINATE_AT).any()  # both kinds of ending were drawn
     return reward(t), terminated
 
@@ -313,7 +335,7 @@ def test_off_policy_targets_bootstrap_a_time_limit_and_not_a_termination(script,
     kept = result["kept"]
     rewards, terminated = check_memory(*(kept[name] for name in BATCH))
     expected = target_by_hand(kept, rewards, terminated, next_value)
-    np.testing.assert_allclose(np.asarray(kept[target]).reshape(expected.shape), expected, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(kept[target]).reshape(expected.shape), expected, 1e-5, 1e-5, err_msg=target)
 
 
 @pytest.mark.parametrize("script", ["dqn.py", "c51.py"])
@@ -370,6 +392,17 @@ def test_off_policy_memory_keeps_the_true_next_observation_and_termination_only(
     result = probe(tmp_path, script, args, sample=256, watch=watch, keep=keep)
     check_episodes(result)
     check_cadences(result, cadences)
+    obs, _, rewards, next_obs, dones = result["sample"]
+    check_memory(obs, rewards, next_obs, dones)
+
+
+@pytest.mark.parametrize("script", ["dqn.py", "sac_continuous_action.py"])
+def test_off_policy_memory_of_three_envs_keeps_each_envs_own_final_observation(script, tmp_path):
+    """Three sub-envs, so that some steps end two episodes at once (see check_episodes): each stored transition
+    still ends with its own env's true final observation."""
+    args = ["--env-id", OFF_POLICY[script][0], *OFF_POLICY_FLAGS, "--num-envs", "3"]
+    result = probe(tmp_path, script, args, sample=256)
+    check_episodes(result)
     obs, _, rewards, next_obs, dones = result["sample"]
     check_memory(obs, rewards, next_obs, dones)
 
@@ -436,8 +469,7 @@ def test_atari_advantages_bootstrap_a_time_limit_from_the_true_final_frames(scri
     result = probe(tmp_path, script, args, stop_at="returns", keep=["advantages", "returns"], value=TORCH_VALUE, moves="agent")
     check_atari_episodes(result)
     advantages, returns = gae_by_hand(result)
-    np.testing.assert_allclose(result["kept"]["advantages"], advantages, rtol=1e-4, atol=1e-5)
-    np.testing.assert_allclose(result["kept"]["returns"], returns, rtol=1e-4, atol=1e-5)
+    check_by_hand(result, advantages=advantages, returns=returns)
 
 
 ATARI_FLAGS = ["--env-id", "StandinAtari-v0", "--total-timesteps", "300", "--buffer-size", "1000", "--batch-size", "64"]
@@ -469,7 +501,7 @@ def test_atari_off_policy_targets_bootstrap_a_time_limit_and_not_a_life_lost(scr
     rewards, terminated = check_memory_against_the_loop(result, *(kept[name] for name in BATCH))
     expected = target_by_hand(kept, rewards, terminated, next_value)
     # atol: a position within float32's rounding of an atom can give a few 1e-5 of mass to the other neighbour
-    np.testing.assert_allclose(np.asarray(kept[target]).reshape(expected.shape), expected, rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(np.asarray(kept[target]).reshape(expected.shape), expected, 1e-5, 1e-4, err_msg=target)
 
 
 def check_n_step_memory_against_the_loop(result, obs, returns, next_obs, dones, discounts, n, gamma=GAMMA):
@@ -515,7 +547,7 @@ def test_rainbow_n_step_targets_stop_at_an_episodes_end_and_bootstrap_only_a_tim
     n, memory = int(kept["args.n_step"]), (kept[name] for name in batch)
     returns, terminated = check_n_step_memory_against_the_loop(result, *memory, n=n)
     expected = c51_target_by_hand(returns, terminated, kept["next_pmfs"], kept["target_network.atoms"], kept["b_discounts"])
-    np.testing.assert_allclose(kept["target_pmfs"], expected, rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(kept["target_pmfs"], expected, rtol=1e-5, atol=1e-4, err_msg="target_pmfs")
 
 
 @pytest.mark.parametrize("script", ["dqn_atari_jax.py", "c51_atari_jax.py"])
@@ -578,8 +610,7 @@ def test_envpool_advantages_mask_reset_steps_and_bootstrap_only_a_time_limit(tmp
     )
     check_envpool_episodes(result)
     advantages, returns = next_step_gae_by_hand(result)
-    np.testing.assert_allclose(result["kept"]["advantages"], advantages, rtol=1e-4, atol=1e-5)
-    np.testing.assert_allclose(result["kept"]["returns"], returns, rtol=1e-4, atol=1e-5)
+    check_by_hand(result, advantages=advantages, returns=returns)
 
 
 def next_step_q_lambda_by_hand(result, gamma=GAMMA, lam=0.65):
@@ -662,8 +693,7 @@ def test_lstm_advantages_bootstrap_a_time_limit_from_the_ended_episodes_state(tm
     check_atari_episodes(result)
     kept = result["kept"]
     advantages, returns = gae_by_hand(result)
-    np.testing.assert_allclose(kept["advantages"], advantages, rtol=1e-4, atol=1e-5)
-    np.testing.assert_allclose(kept["returns"], returns, rtol=1e-4, atol=1e-5)
+    check_by_hand(result, advantages=advantages, returns=returns)
     np.testing.assert_allclose(kept[f"{replay}[1]"], kept["logprobs"], rtol=0, atol=1e-5)
     np.testing.assert_allclose(kept[f"{replay}[3]"].reshape(kept["values"].shape), kept["values"], rtol=0, atol=1e-5)
     shifted = kept["agent.get_value(obs, initial_lstm_state, dones)"].reshape(kept["values"].shape)
@@ -702,7 +732,7 @@ def test_envpool_q_lambda_returns_bootstrap_only_a_time_limit(script, tmp_path):
     check_envpool_episodes(result)
     expected, valid = next_step_q_lambda_by_hand(result), result["kept"]["valid"].astype(bool)
     np.testing.assert_array_equal(valid, ~np.isnan(expected))
-    np.testing.assert_allclose(result["kept"]["returns"][valid], expected[valid], rtol=1e-4, atol=1e-5)
+    check_by_hand(result, valid, returns=expected)
 
 
 def rnd_values(run, recorded):
@@ -748,12 +778,11 @@ def test_rnd_extrinsic_advantages_end_at_episodes_and_intrinsic_ones_run_on(tmp_
     advantages, returns = next_step_gae_by_hand(result, gamma=float(kept["args.gamma"]))
     valid = kept["valid"].astype(bool)
     check_reset_steps_masked(valid, steps)
-    np.testing.assert_allclose(kept["ext_advantages"][valid], advantages[valid], rtol=1e-4, atol=1e-5)
-    np.testing.assert_allclose(kept["ext_returns"][valid], returns[valid], rtol=1e-4, atol=1e-5)
+    check_by_hand(result, valid, ext_advantages=advantages, ext_returns=returns)
     int_values = result["values"]["int"]
     int_advantages = intrinsic_gae_by_hand(kept["int_rewards"], int_values, valid, float(kept["args.int_gamma"]))
-    np.testing.assert_allclose(kept["int_advantages"], int_advantages, rtol=1e-4, atol=1e-5)
-    np.testing.assert_allclose(kept["int_returns"][valid], (int_advantages + int_values[:-1])[valid], rtol=1e-4, atol=1e-5)
+    check_by_hand(result, int_advantages=int_advantages)
+    check_by_hand(result, valid, int_returns=int_advantages + int_values[:-1])
 
 
 PROCGEN_TIME_LIMIT = 10  # the scripts' --max-episode-steps in these tests
@@ -797,8 +826,7 @@ def test_procgen_advantages_mask_reset_steps_and_bootstrap_the_scripts_time_limi
     valid = kept["valid"].astype(bool)
     check_reset_steps_masked(valid, steps)
     advantages, returns = next_step_gae_by_hand(result, float(kept["args.gamma"]), float(kept["args.gae_lambda"]))
-    np.testing.assert_allclose(kept["advantages"][valid], advantages[valid], rtol=1e-4, atol=1e-5)
-    np.testing.assert_allclose(kept["returns"][valid], returns[valid], rtol=1e-4, atol=1e-5)
+    check_by_hand(result, valid, advantages=advantages, returns=returns)
 
 
 def bare_teacher(checkpoint, folder):
@@ -838,7 +866,7 @@ def test_qdagger_targets_bootstrap_a_time_limit_in_the_teachers_memory_and_the_s
     kept = result["kept"]
     rewards, terminated = check_memory_against_the_loop(result, *(kept[name] for name in BATCH))
     expected = target_by_hand(kept, rewards, terminated, lambda k: k["target_max"])
-    np.testing.assert_allclose(kept["td_targets"], expected, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(kept["td_targets"], expected, rtol=1e-5, atol=1e-5, err_msg="td_targets")
 
 
 def test_qdagger_jax_memory_keeps_the_true_final_frames_and_termination_only(saved_jax_teacher_path, tmp_path):
@@ -887,14 +915,13 @@ def trxl_values(run, recorded):
 
 
 def test_trxl_advantages_bootstrap_a_time_limit_from_the_final_observation_with_its_episodes_memory(tmp_path):
-    args = ["--env-id", "StandinDiscrete-v0", "--num-envs", "2", "--num-steps", "16", "--total-timesteps", "64"]
+    args = ["--env-id", "StandinDiscrete-v0", *ON_POLICY_FLAGS]
     args += ["--num-minibatches", "4", "--trxl-memory-length", "3", "--trxl-dim", "32", "--trxl-num-layers", "2"]
     keep, values = ["advantages", "returns", "args.gamma"], "test_loop_wiring:trxl_values"
     result = probe(tmp_path, "ppo_trxl.py", args, stop_at="returns", keep=keep, values_by=values, moves="agent")
     check_episodes(result)
     advantages, returns = gae_by_hand(result, gamma=float(result["kept"]["args.gamma"]))
-    np.testing.assert_allclose(result["kept"]["advantages"], advantages, rtol=1e-4, atol=1e-5)
-    np.testing.assert_allclose(result["kept"]["returns"], returns, rtol=1e-4, atol=1e-5)
+    check_by_hand(result, advantages=advantages, returns=returns)
 
 
 XLA_FLAGS = [*ENVPOOL_FLAGS, "--no-xla-env"]  # envpool's steps as a host callback: the stand-in has no XLA interface
@@ -917,8 +944,7 @@ def test_xla_jax_advantages_mask_reset_steps_and_bootstrap_only_a_time_limit(tmp
     advantages, returns = next_step_gae_by_hand(result)
     valid = result["kept"]["valid"].astype(bool)
     check_reset_steps_masked(valid, result["steps"])
-    np.testing.assert_allclose(result["kept"]["advantages"], advantages, rtol=1e-4, atol=1e-5)
-    np.testing.assert_allclose(result["kept"]["returns"], returns, rtol=1e-4, atol=1e-5)
+    check_by_hand(result, advantages=advantages, returns=returns)
 
 
 def test_xla_jax_scan_returns_mask_reset_steps_and_bootstrap_only_a_time_limit(tmp_path):
@@ -938,9 +964,7 @@ def test_xla_jax_scan_returns_mask_reset_steps_and_bootstrap_only_a_time_limit(t
     advantages, returns = next_step_gae_by_hand(result)
     valid = result["kept_at_end"]["valid"].reshape(advantages.shape).astype(bool)
     check_reset_steps_masked(valid, result["steps"])
-    np.testing.assert_allclose(
-        result["kept_at_end"]["returns"].reshape(returns.shape)[valid], returns[valid], rtol=1e-4, atol=1e-5
-    )
+    check_by_hand(result, valid, kept="kept_at_end", returns=returns)
 
 
 def check_pettingzoo_episodes(result):
@@ -976,8 +1000,7 @@ def test_pettingzoo_advantages_bootstrap_a_time_limit_from_each_players_true_fin
     result = probe(tmp_path, script, args, stop_at="returns", keep=keep, value=TORCH_VALUE, moves="agent", pettingzoo=True)
     check_pettingzoo_episodes(result)
     advantages, returns = gae_by_hand(result)
-    np.testing.assert_allclose(result["kept"]["advantages"], advantages, rtol=1e-4, atol=1e-5)
-    np.testing.assert_allclose(result["kept"]["returns"], returns, rtol=1e-4, atol=1e-5)
+    check_by_hand(result, advantages=advantages, returns=returns)
 
 
 def test_every_script_has_a_check_here():
