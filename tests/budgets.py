@@ -108,6 +108,10 @@ VARIANT_TINY = {
     "ppo_pettingzoo_ma_atari.py": [
         "--total-timesteps", 128, "--num-envs", 2, "--num-steps", 32, "--update-epochs", 1, "--max-cycles", 128,
     ],
+    # two iterations of 8 envs x 8 steps of CartpoleBalance cut at 10 steps (JAX on the CPU)
+    "ppo_continuous_action_playground.py": [
+        "--total-timesteps", 128, "--num-envs", 8, "--num-steps", 8, "--episode-length", 10,
+    ],
 }  # fmt: skip
 
 # The JAX twins (issue 8) run with their torch twin's budget; like the variants, each test file runs its own default

@@ -9,6 +9,9 @@ REQUEST: {"script": path, "args": [...], "stop_at": a global name or null, "keep
                      the stand-in: what the loop receives) (optional),
           "pettingzoo": true to add StandinPettingZooAtari as the PettingZoo Atari game `standin_v0` (the steps
                         recorded are those of the script's `envs`, SuperSuit's vector env) (optional),
+          "playground": true to make `mujoco_playground.registry.load` give StandinPlayground (the steps recorded
+                        are the calls of the script's jitted `env_step`, with the script's observation statistics
+                        `obs_rms` as each call found them, under "stats") (optional),
           "values_by": "module:function" of tests/ that computes "values" itself, for recurrent agents (optional),
           "go_on": true to take what is kept at `stop_at` and let the run go on to its end (optional),
           "keep_at_end": [expressions] evaluated when the run has ended, as "kept_at_end" (optional)}
@@ -32,6 +35,7 @@ those recorded up to the stop, "all_steps" those of the whole run (the same wher
 """
 
 import importlib
+import importlib.machinery
 import json
 import os
 import pickle
@@ -169,6 +173,36 @@ def main():
         sys.modules[game.__name__] = atari_environments["atari/standin_v0"] = game
     follows_envs = request.get("envpool") == "procgen" or request.get("pettingzoo")
 
+    def record_playground_steps(frame):  # once the script binds its jitted `env_step`, each call is recorded
+        env_step = frame.f_globals.get("env_step")
+        if env_step is None or getattr(env_step, "recorded", False):
+            return
+
+        def recording_step(state, t, action, fresh):
+            watched = {name: float(eval(expression, run)) for name, expression in request.get("watch", {}).items()}
+            record = record_of(env_step, reset=not recorded["steps"] and recorded["reset"] is None)
+            if record["reset"] is None:  # the first call steps the states of the script's first reset
+                record["reset"], record["reset_ids"] = np.array(state.obs), np.array(state.info["standin"])
+            stats = (np.array(as_numpy(run["obs_rms"].mean)), np.array(as_numpy(run["obs_rms"].var)))
+            out = env_step(state, t, action, fresh)
+            next_state, _, final_obs, rewards, terminations, truncations = out
+            ended = np.nonzero(np.asarray(terminations) | np.asarray(truncations))[0]
+            record["steps"].append(
+                {"obs": np.array(next_state.obs), "rewards": np.array(rewards), "terminations": np.array(terminations)}
+                | {"truncations": np.array(truncations), "final_obs": {int(i): np.array(final_obs[i]) for i in ended}}
+                | {"ids": np.array(next_state.info["standin"]), "stats": stats, "watch": watched}
+            )
+            return out
+
+        recording_step.recorded = True
+        frame.f_globals["env_step"] = recording_step
+
+    if request.get("playground"):
+        playground = types.ModuleType("mujoco_playground")
+        playground.__spec__ = importlib.machinery.ModuleSpec("mujoco_playground", None)
+        playground.registry = types.SimpleNamespace(load=lambda env_id, **kwargs: standin_envs.StandinPlayground())
+        sys.modules["mujoco_playground"] = playground
+
     code = compile(open(script).read(), script, "exec")
 
     def snapshot():
@@ -197,6 +231,8 @@ def main():
     def at_line(frame, event, arg):
         if event == "line" and follows_envs:
             follow_envs(frame)
+        if event == "line" and request.get("playground"):
+            record_playground_steps(frame)
         if event == "line" and request["stop_at"] in frame.f_globals:
             if not request.get("go_on"):
                 raise Stop

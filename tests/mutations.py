@@ -202,6 +202,48 @@ MUTATIONS = {
         "final_obs[::-1][i] if terminations[i] or truncations[i] else next_obs[i]",
         [f"{WIRING}::test_off_policy_memory_of_three_envs_keeps_each_envs_own_final_observation[sac_continuous_action.py]"],
     ),
+    "truncation valued at the reset observation (Playground)": (
+        "cleanrl/ppo_continuous_action_playground.py",
+        "agent.get_value(obs_rms.normalize(jax_to_torch(final_obs)))",
+        "agent.get_value(next_obs)",
+        [f"{WIRING}::test_playground_advantages_bootstrap_a_time_limit_from_the_true_final_observation"],
+    ),
+    "truncation treated as termination (Playground)": (
+        "cleanrl/ppo_continuous_action_playground.py",
+        "terminations[step] = jax_to_torch(termination).float()",
+        "terminations[step] = jax_to_torch(termination | truncation).float()",
+        [f"{WIRING}::test_playground_advantages_bootstrap_a_time_limit_from_the_true_final_observation"],
+    ),
+    "an ended env goes on from its own ended state (Playground)": (
+        "cleanrl/ppo_continuous_action_playground.py",
+        "return jnp.where(ended.reshape((-1,) + (1,) * (now.ndim - 1)), first, now)",
+        "return now",
+        [f"{WIRING}::test_playground_advantages_bootstrap_a_time_limit_from_the_true_final_observation"],
+    ),
+    "observation statistics fed the true final observations (Playground)": (
+        "cleanrl/ppo_continuous_action_playground.py",
+        "    obs_rms.update(next_obs)\n            next_obs = obs_rms.normalize(next_obs)",
+        "    obs_rms.update(jax_to_torch(final_obs))\n            next_obs = obs_rms.normalize(next_obs)",
+        [f"{WIRING}::test_playground_advantages_bootstrap_a_time_limit_from_the_true_final_observation"],
+    ),
+    "the target network fed the batch's observations, not the next ones (DQN)": (
+        "cleanrl/dqn.py",
+        "target_max, _ = target_network(b_next_obs).max(dim=1)",
+        "target_max, _ = target_network(b_obs).max(dim=1)",
+        [f"{WIRING}::test_off_policy_targets_bootstrap_a_time_limit_and_not_a_termination[dqn.py]"],
+    ),
+    "the target actor fed the batch's observations, not the next ones (TD3)": (
+        "cleanrl/td3_continuous_action.py",
+        "target_actions = target_actor(b_next_obs)",
+        "target_actions = target_actor(b_obs)",
+        [f"{WIRING}::test_off_policy_targets_bootstrap_a_time_limit_and_not_a_termination[td3_continuous_action.py]"],
+    ),
+    "the next action sampled at the batch's observations, not the next ones (SAC)": (
+        "cleanrl/sac_continuous_action.py",
+        "next_state_actions, next_state_log_pi, _ = actor.get_action(b_next_obs)",
+        "next_state_actions, next_state_log_pi, _ = actor.get_action(b_obs)",
+        [f"{WIRING}::test_off_policy_targets_bootstrap_a_time_limit_and_not_a_termination[sac_continuous_action.py]"],
+    ),
     "the first update skipped (PPO)": (
         "cleanrl/ppo.py",
         "        optimizer.step()\n",
@@ -241,7 +283,7 @@ def run(name):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0].replace("\n", " "))
     parser.add_argument("names", nargs="*", help="mutations to plant (default: all)")
     parser.add_argument("--list", action="store_true", help="print the mutations' names and stop")
     args = parser.parse_args()

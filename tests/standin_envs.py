@@ -22,8 +22,10 @@ resizing and grayscale: which stand-in made it (top left), its game (top right),
 
 `EnvpoolStandinAtari` and `EnvpoolStandinProcgen` do what the envpool scripts use of `envpool.make`, and
 `StandinPettingZooAtari` what ppo_pettingzoo_ma_atari.py uses of a PettingZoo Atari game's `parallel_env`.
+`StandinPlayground` is a MuJoCo Playground env in JAX for ppo_continuous_action_playground.py.
 """
 
+import collections
 import itertools
 import types
 
@@ -311,3 +313,45 @@ class StandinPettingZooAtari(pettingzoo.ParallelEnv):
         terminations, truncations = dict.fromkeys(self.agents, over), dict.fromkeys(self.agents, cut)
         infos, self.agents = {agent: {} for agent in self.agents}, [] if over else self.agents
         return observations, rewards, terminations, truncations, infos
+
+
+PlaygroundState = collections.namedtuple("PlaygroundState", "obs reward done info")  # a pytree, as Playground's State
+
+
+class StandinPlayground:
+    """What ppo_continuous_action_playground.py uses of a MuJoCo Playground env (`registry.load`), in JAX. A reset
+    draws a number r in [0, 100) from its key; the episode then terminates after `TERMINATE_AT` steps where r is
+    even and never where r is odd (the script's --episode-length cuts it). The observation at step t is
+    [r / 100, t / 10, 0.1, (t / TIME_LIMIT)^(1 + r % 3)] and the reward of the step from t is `reward(t)`; the state's
+    info carries `standin`: [r, t, the reward of the step that led here]."""
+
+    observation_size, action_size, dt = OBS_DIM, 2, 0.05
+
+    @staticmethod
+    def _obs(r, t):
+        import jax.numpy as jnp
+
+        return jnp.stack([r / 100, t / 10, jnp.full_like(r, 0.1), (t / TIME_LIMIT) ** (1 + r % 3)]).astype(jnp.float32)
+
+    def reset(self, key):
+        import jax
+        import jax.numpy as jnp
+
+        r = jax.random.randint(key, (), 0, 100).astype(jnp.float32)
+        zero = jnp.zeros((), jnp.float32)
+        return PlaygroundState(self._obs(r, zero), zero, zero, {"standin": jnp.stack([r, zero, zero])})
+
+    def step(self, state, action):
+        import jax.numpy as jnp
+
+        r, t = state.info["standin"][0], state.info["standin"][1]
+        step_reward = 1.0 + t / 10
+        t = t + 1
+        done = ((r % 2 == 0) & (t == TERMINATE_AT)).astype(jnp.float32)
+        return PlaygroundState(self._obs(r, t), step_reward, done, {"standin": jnp.stack([r, t, step_reward])})
+
+
+def decode_playground(obs):
+    """(r, t) integer arrays from observations (..., OBS_DIM) of `StandinPlayground`."""
+    obs = np.asarray(obs, dtype=np.float64)
+    return np.rint(obs[..., 0] * 100).astype(int), np.rint(obs[..., 1] * 10).astype(int)

@@ -1,6 +1,7 @@
 """The benchmark scripts run end to end at a tiny budget, writing only where they are told."""
 
 import os
+import shutil
 import subprocess
 import sys
 
@@ -47,6 +48,23 @@ def test_torch_vs_jax_speed_writes_its_ratio_table(tmp_path):
     assert "--only dqn --rounds 1 --dqn-steps 11000 --threads 1`" in table
 
 
+def test_gpu_speed_writes_its_table_beside_leanrls(tmp_path):
+    # two of its five runs at --tiny (each run the same code path; the Playground script's runs are tested in its own
+    # file): a row each with a steady-state SPS, no GPU memory on a machine without nvidia-smi, and LeanRL's figures
+    markdown = tmp_path / "speed.md"
+    command = [sys.executable, "benchmark/gpu_speed.py", "--tiny", "--markdown", str(markdown)]
+    command += ["--scripts", "ppo_atari_envpool.py", "td3_continuous_action.py"]
+    subprocess.run(command, cwd=REPO, env=script_env(), check=True, capture_output=True, timeout=600)
+    table = markdown.read_text()
+    assert "(--tiny: a check of the tool, not a measurement)" in table
+    rows = [line for line in table.splitlines() if line.startswith("| `")]
+    assert [row.split(" | ")[0] for row in rows] == ["| `ppo_atari_envpool.py`", "| `td3_continuous_action.py`"]
+    for row, (cleanrl, leanrl) in zip(rows, [("1,022", "6,809"), ("272", "936")]):
+        cells = row[2:-1].split(" | ")
+        assert float(cells[2].replace(",", "")) > 0 and cells[4:6] == [cleanrl, leanrl] and cells[7].strip() == "", row
+        assert cells[3] == ("n/a" if shutil.which("nvidia-smi") is None else cells[3])
+
+
 @pytest.mark.parametrize(
     "script,args,message",
     [
@@ -67,6 +85,9 @@ def test_torch_vs_jax_speed_writes_its_ratio_table(tmp_path):
         ("continuous_vs_sb3.py", ["--markdown", "/no/such/dir/s.md"], "its folder does not exist"),
         ("continuous_vs_sb3.py", ["--exclude-sps", "sac:Hopper-v5"], "--exclude-sps takes ALGO:ENV_ID:SEED"),
         ("atari_replay_memory.py", ["--buffer-size", "10"], "--buffer-size must be at least 1000"),
+        ("gpu_speed.py", ["--scripts", "ppo.py"], "--scripts takes some of ppo_atari_envpool.py, "),
+        ("gpu_speed.py", ["--markdown", "/no/such/dir/s.md"], "its folder does not exist"),
+        ("gpu_speed.py", ["--wheels", "/no/such/wheels"], "--wheels /no/such/wheels is not a folder"),
     ],
 )
 def test_benchmark_tools_bad_input_exits_2(script, args, message, tmp_path):

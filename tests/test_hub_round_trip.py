@@ -35,6 +35,7 @@ ALGORITHM = {
     "ppo.py": "PPO",
     "ppo_atari.py": "PPO",
     "ppo_continuous_action.py": "PPO",
+    "ppo_continuous_action_playground.py": "PPO",
     "rpo_continuous_action.py": "RPO",
     "dqn.py": "DQN",
     "dqn_atari.py": "DQN",

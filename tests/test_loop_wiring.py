@@ -3,14 +3,16 @@
 Each script runs itself on a stand-in env (tests/standin_envs.py: episodes that terminate or hit a time limit at
 known steps, observations that say their step), driven by tests/loop_probe.py: classic control and MuJoCo-style
 scripts on a 5-step time limit, the Atari scripts on an ale-py game behind their real wrappers, the envpool scripts
-(Atari, Procgen, and the XLA ones that step inside jit) on pools with NEXT_STEP reset steps, and the PettingZoo
-script on a two-player game behind SuperSuit's wrappers. Every script in cleanrl/ has a check here. The checks:
+(Atari, Procgen, and the XLA ones that step inside jit) on pools with NEXT_STEP reset steps, the PettingZoo
+script on a two-player game behind SuperSuit's wrappers, and the Playground script on a JAX env whose calls of its
+jitted step are recorded. Every script in cleanrl/ has a check here. The checks:
 - on-policy: the first rollout's advantages and returns, against GAE computed here by hand from what the env gave
   the loop and the critic's values. A truncated step must bootstrap from V(its true final observation), a
   terminated one from 0, and neither carries the next episode's advantage back;
 - off-policy: transitions drawn from the replay memory at the end of a short run. `next_obs` must be the step after
   `obs` in the same episode (at a time limit, the true final observation), `done` the termination only, and the
-  reward the one the env gave for that step;
+  reward the one the env gave for that step The targets are computed here from V(s') evaluated again from the
+  target networks on the batch's `next_obs`, so a target network fed anything else shows;
 - the networks (or JAX parameter trees) fixed through a rollout and moved by the first update (on-policy), and
   each network and target network moved exactly at its cadence (off-policy).
 """
@@ -34,6 +36,7 @@ from standin_envs import (
     TIME_LIMIT,
     decode,
     decode_atari,
+    decode_playground,
     decode_procgen,
     reward,
     terminates,
@@ -63,6 +66,7 @@ def probe(
     keep_at_end=(),
     checksum=CHECKSUM,
     pettingzoo=False,
+    playground=False,
 ):
     """Runs tests/loop_probe.py on `script`. With `moves` (a network of an on-policy script), the run goes on past
     `stop_at` (the first rollout's end) and the network must stay fixed through each rollout and change at the
@@ -72,7 +76,7 @@ def probe(
     request = {"script": str(REPO / "cleanrl" / script), "args": args, "stop_at": stop_at, "keep": list(keep)}
     request |= {"value": value, "sample": sample, "watch": watch, "envpool": envpool, "values_by": values_by}
     request |= {"go_on": go_on or moves is not None or bool(keep_at_end), "keep_at_end": list(keep_at_end)}
-    request |= {"pettingzoo": pettingzoo}
+    request |= {"pettingzoo": pettingzoo, "playground": playground}
     (tmp_path / "request.json").write_text(json.dumps(request))
     done = subprocess.run(
         [sys.executable, str(PROBE), "request.json", "out.pkl"],
@@ -214,35 +218,32 @@ def test_pqn_q_lambda_returns_bootstrap_a_time_limit_from_the_true_final_observa
 
 
 BATCH = ["b_obs", "b_rewards", "b_next_obs", "b_dones"]
-# per script: the env, its flags, the global its first target is bound to, and what of the loop gives V(s') of the
-# batch's next observations, before the (1 - done) bootstrap
+# per script: the env, its flags, the global its first target is bound to, and V(s') of the batch's next
+# observations (before the (1 - done) bootstrap) evaluated here from the script's target networks on `b_next_obs`,
+# so that a target network fed anything else shows. TD3's smoothing noise and SAC's sampled a' are the loop's; SAC's
+# log π(a'|s') is recomputed from a' (u = atanh of the unscaled action, in float64) under the actor at s'.
+TD3_ACTIONS = (
+    "smoothed_target_actions(target_actor(b_next_obs), noise, args.policy_noise, args.noise_clip,"
+    " target_actor.action_scale, low, high)"
+)
+SAC_LOG_PI = (
+    "(lambda m: squashed_gaussian_log_prob(torch.atanh(((next_state_actions - actor.action_bias) / actor.action_scale)"
+    ".double()), m[0].double(), m[1].double(), actor.action_scale.double()))(actor(b_next_obs))"
+)
+NEXT_VALUE = {
+    "dqn.py": "target_network(b_next_obs).max(dim=1).values",
+    "c51.py": "target_network.get_action(b_next_obs)[1]",  # the next observations' distributions
+    "sac_continuous_action.py": "torch.min(qf1_target(b_next_obs, next_state_actions), qf2_target(b_next_obs,"
+    f" next_state_actions)).flatten() - alpha * {SAC_LOG_PI}",
+    "td3_continuous_action.py": f"torch.min(qf1_target(b_next_obs, {TD3_ACTIONS}), qf2_target(b_next_obs, {TD3_ACTIONS}))",
+    "ddpg_continuous_action.py": "qf1_target(b_next_obs, target_actor(b_next_obs))",
+}
 OFF_POLICY = {
-    "dqn.py": ("StandinDiscrete-v0", [], "td_targets", ["target_max"], lambda k: k["target_max"]),
-    "c51.py": ("StandinDiscrete-v0", [], "target_pmfs", ["next_pmfs", "target_network.atoms"], None),
-    "sac_continuous_action.py": (
-        "StandinContinuous-v0",
-        [],
-        "next_q_value",
-        ["qf1_next_target", "qf2_next_target", "next_state_log_pi", "alpha"],
-        lambda k: (
-            np.minimum(k["qf1_next_target"], k["qf2_next_target"]).reshape(-1)
-            - k["alpha"] * k["next_state_log_pi"].reshape(-1)
-        ),
-    ),
-    "td3_continuous_action.py": (
-        "StandinContinuous-v0",
-        [],
-        "next_q_value",
-        ["qf1_next_target", "qf2_next_target"],
-        lambda k: np.minimum(k["qf1_next_target"], k["qf2_next_target"]),
-    ),
-    "ddpg_continuous_action.py": (
-        "StandinContinuous-v0",
-        [],
-        "next_q_value",
-        ["qf1_next_target"],
-        lambda k: k["qf1_next_target"],
-    ),
+    "dqn.py": ("StandinDiscrete-v0", [], "td_targets", []),
+    "c51.py": ("StandinDiscrete-v0", [], "target_pmfs", ["target_network.atoms"]),
+    "sac_continuous_action.py": ("StandinContinuous-v0", [], "next_q_value", []),
+    "td3_continuous_action.py": ("StandinContinuous-v0", [], "next_q_value", []),
+    "ddpg_continuous_action.py": ("StandinContinuous-v0", [], "next_q_value", []),
 }
 # the JAX scripts compute their targets inside a jitted update: their memories are checked, drawn after the run
 OFF_POLICY_MEMORY = {
@@ -315,26 +316,26 @@ def check_cadences(result, cadences):
         assert moved == expected and expected, (name, moved, expected)
 
 
-def target_by_hand(kept, rewards, terminated, next_value):
-    """r + γ (1 − termination) V(s') from what the loop kept, or, where `next_value` is None (C51), its projection."""
-    if next_value is None:
-        return c51_target_by_hand(rewards, terminated, kept["next_pmfs"], kept["target_network.atoms"])
-    return rewards + GAMMA * (1 - terminated) * np.asarray(next_value(kept)).reshape(-1)
+def target_by_hand(script, kept, rewards, terminated):
+    """r + γ (1 − termination) V(s'), V(s') as NEXT_VALUE gives it, or for C51 the projection of its distributions."""
+    if script in ("c51.py", "c51_atari.py"):
+        return c51_target_by_hand(rewards, terminated, kept[NEXT_VALUE[script]], kept["target_network.atoms"])
+    return rewards + GAMMA * (1 - terminated) * np.asarray(kept[NEXT_VALUE[script]]).reshape(-1)
 
 
 @pytest.mark.parametrize("script", OFF_POLICY)
 def test_off_policy_targets_bootstrap_a_time_limit_and_not_a_termination(script, tmp_path):
-    env_id, extra, target, keep, next_value = OFF_POLICY[script]
+    env_id, extra, target, keep = OFF_POLICY[script]
     args = ["--env-id", env_id, *OFF_POLICY_FLAGS, *extra]
     cadences = CADENCES.get(script, {})
     watch = {name: CHECKSUM.format(name) for name in cadences}
-    keep = [*BATCH, target, *keep, *cadences.values(), "args.learning_starts"]
+    keep = [*BATCH, target, NEXT_VALUE[script], *keep, *cadences.values(), "args.learning_starts"]
     result = probe(tmp_path, script, args, stop_at=target, keep=keep, watch=watch, go_on=bool(cadences))
     check_episodes(result)
     check_cadences(result, cadences)
     kept = result["kept"]
     rewards, terminated = check_memory(*(kept[name] for name in BATCH))
-    expected = target_by_hand(kept, rewards, terminated, next_value)
+    expected = target_by_hand(script, kept, rewards, terminated)
     np.testing.assert_allclose(np.asarray(kept[target]).reshape(expected.shape), expected, 1e-5, 1e-5, err_msg=target)
 
 
@@ -473,25 +474,23 @@ def test_atari_advantages_bootstrap_a_time_limit_from_the_true_final_frames(scri
 
 
 ATARI_FLAGS = ["--env-id", "StandinAtari-v0", "--total-timesteps", "300", "--buffer-size", "1000", "--batch-size", "64"]
-ATARI_OFF_POLICY = {
-    "dqn_atari.py": ("td_targets", ["target_max"], lambda k: k["target_max"]),
-    "c51_atari.py": ("target_pmfs", ["next_pmfs", "target_network.atoms"], None),
-    "sac_atari.py": (
-        "next_q_value",
-        ["next_action_probs", "next_log_probs", "next_q_targets[0]", "next_q_targets[1]", "alpha"],
-        lambda k: (
-            k["next_action_probs"]
-            * (np.minimum(k["next_q_targets[0]"], k["next_q_targets[1]"]) - k["alpha"] * k["next_log_probs"])
-        ).sum(axis=1),
-    ),
+ATARI_OFF_POLICY = {"dqn_atari.py": "td_targets", "c51_atari.py": "target_pmfs", "sac_atari.py": "next_q_value"}
+SAC_ATARI_POLICY = "actor.get_action(b_next_obs)"  # its log-probabilities and probabilities of every action
+NEXT_VALUE |= {
+    "dqn_atari.py": NEXT_VALUE["dqn.py"],
+    "qdagger_dqn_atari_impalacnn.py": NEXT_VALUE["dqn.py"],
+    "c51_atari.py": NEXT_VALUE["c51.py"],
+    "sac_atari.py": f"({SAC_ATARI_POLICY}[2] * (torch.min(qf1_target(b_next_obs), qf2_target(b_next_obs))"
+    f" - alpha * {SAC_ATARI_POLICY}[1])).sum(dim=1)",
 }
 
 
 @pytest.mark.parametrize("script", ATARI_OFF_POLICY)
 def test_atari_off_policy_targets_bootstrap_a_time_limit_and_not_a_life_lost(script, tmp_path):
-    target, keep, next_value = ATARI_OFF_POLICY[script]
+    target = ATARI_OFF_POLICY[script]
     cadences, watch = CADENCES[script], {name: CHECKSUM.format(name) for name in CADENCES[script]}
-    keep = [*BATCH, target, *keep, *cadences.values(), "args.learning_starts"]
+    atoms = ["target_network.atoms"] if script == "c51_atari.py" else []
+    keep = [*BATCH, target, NEXT_VALUE[script], *atoms, *cadences.values(), "args.learning_starts"]
     # a target network copied every 16 steps, so its cadence shows within the run
     args = [*ATARI_FLAGS, "--learning-starts", "250", "--target-network-frequency", "16"]
     result = probe(tmp_path, script, args, stop_at=target, keep=keep, watch=watch, go_on=True)
@@ -499,7 +498,7 @@ def test_atari_off_policy_targets_bootstrap_a_time_limit_and_not_a_life_lost(scr
     check_cadences(result, cadences)
     kept = result["kept"]
     rewards, terminated = check_memory_against_the_loop(result, *(kept[name] for name in BATCH))
-    expected = target_by_hand(kept, rewards, terminated, next_value)
+    expected = target_by_hand(script, kept, rewards, terminated)
     # atol: a position within float32's rounding of an atom can give a few 1e-5 of mass to the other neighbour
     np.testing.assert_allclose(np.asarray(kept[target]).reshape(expected.shape), expected, 1e-5, 1e-4, err_msg=target)
 
@@ -857,7 +856,7 @@ def test_qdagger_targets_bootstrap_a_time_limit_in_the_teachers_memory_and_the_s
     script, teacher = "qdagger_dqn_atari_impalacnn.py", bare_teacher(teacher_path, tmp_path)
     steps = ["--teacher-steps", "300", "--offline-steps", "8"] if phase == "offline" else ["--offline-steps", "0"]
     cadences = CADENCES[script] if phase == "online" else {}
-    keep = [*BATCH, "td_targets", "target_max", *cadences.values(), "args.learning_starts"]
+    keep = [*BATCH, "td_targets", NEXT_VALUE[script], *cadences.values(), "args.learning_starts"]
     watch = {name: CHECKSUM.format(name) for name in cadences}
     args = [*QDAGGER_FLAGS, "--teacher-model-path", teacher, *steps]
     result = probe(tmp_path, script, args, stop_at="td_targets", keep=keep, watch=watch, go_on=bool(cadences))
@@ -865,7 +864,7 @@ def test_qdagger_targets_bootstrap_a_time_limit_in_the_teachers_memory_and_the_s
     check_cadences(result, cadences)
     kept = result["kept"]
     rewards, terminated = check_memory_against_the_loop(result, *(kept[name] for name in BATCH))
-    expected = target_by_hand(kept, rewards, terminated, lambda k: k["target_max"])
+    expected = target_by_hand(script, kept, rewards, terminated)
     np.testing.assert_allclose(kept["td_targets"], expected, rtol=1e-5, atol=1e-5, err_msg="td_targets")
 
 
@@ -999,6 +998,75 @@ def test_pettingzoo_advantages_bootstrap_a_time_limit_from_each_players_true_fin
     script = "ppo_pettingzoo_ma_atari.py"
     result = probe(tmp_path, script, args, stop_at="returns", keep=keep, value=TORCH_VALUE, moves="agent", pettingzoo=True)
     check_pettingzoo_episodes(result)
+    advantages, returns = gae_by_hand(result)
+    check_by_hand(result, advantages=advantages, returns=returns)
+
+
+def playground_values(run, recorded):
+    """V of each observation the Playground script's loop acted on (T + 1, N) and of each true final observation,
+    normalised here with the running statistics the loop held when it used them: the observation of step k with
+    those of step k's call (already updated with it), the true final observation of step k with those after step k
+    (the next call's, or at the stop the script's `obs_rms`). The statistics themselves must be those of every
+    observation the loop went on from, the first reset's included: no true final observation among them."""
+    import torch
+
+    steps, rms = recorded["steps"], run["obs_rms"]
+    stats = [s["stats"] for s in steps] + [(rms.mean.cpu().numpy(), rms.var.cpu().numpy())]
+    observations = [recorded["reset"]] + [s["obs"] for s in steps]
+    for k, (mean, var) in enumerate(stats):
+        seen = np.concatenate(observations[: k + 1]).astype(np.float64)
+        prior, total = 1e-4, len(seen) + 1e-4  # RunningMeanStd's start: a pseudo-count of 1e-4 at mean 0, variance 1
+        pooled_mean = seen.sum(0) / total
+        pooled_var = (prior * (1 + pooled_mean**2) + ((seen - pooled_mean) ** 2).sum(0)) / total
+        np.testing.assert_allclose(mean, pooled_mean, rtol=1e-4, atol=1e-6, err_msg=f"mean at step {k}")
+        np.testing.assert_allclose(var, pooled_var, rtol=1e-3, atol=1e-6, err_msg=f"variance at step {k}")
+
+    def value(obs, k):
+        mean, var = stats[k]
+        x = np.clip((obs - mean) / np.sqrt(var + 1e-8), -10, 10)
+        with torch.no_grad():
+            return run["agent"].get_value(torch.as_tensor(x, dtype=torch.float32)).flatten().numpy()
+
+    finals = {(k, i): float(value(o[None], k + 1)[0]) for k, s in enumerate(steps) for i, o in s["final_obs"].items()}
+    return {"obs": np.stack([value(o, k) for k, o in enumerate(observations)]), "final": finals}
+
+
+def check_playground_episodes(result):
+    """The Playground stand-in's episodes as the loop received them from the script's `env_step`: a termination
+    where the reset's number r is even and t reaches TERMINATE_AT, a truncation at the script's --episode-length
+    (TIME_LIMIT) otherwise; an ended episode's true final observation is its own last one and the env goes on from
+    a reset state (t = 0); the others from their next step, with the reward of the step they took."""
+    ids = [result["reset_ids"]] + [s["ids"] for s in result["steps"]]
+    for k, s in enumerate(result["steps"]):
+        r, t = ids[k][:, 0].astype(int), ids[k][:, 1].astype(int)
+        assert (np.stack(decode_playground(s["obs"]), 1) == ids[k + 1][:, :2]).all()
+        np.testing.assert_allclose(s["rewards"], [reward(x) for x in t], rtol=1e-6)
+        for i in range(len(r)):
+            assert s["terminations"][i] == (r[i] % 2 == 0 and t[i] + 1 == TERMINATE_AT)
+            assert s["truncations"][i] == (not s["terminations"][i] and t[i] + 1 == TIME_LIMIT)
+            if s["terminations"][i] or s["truncations"][i]:
+                assert tuple(map(int, decode_playground(s["final_obs"][i]))) == (r[i], t[i] + 1)
+                assert ids[k + 1][i, 1] == 0  # the next episode's first step
+            else:
+                assert tuple(ids[k + 1][i, :2]) == (r[i], t[i] + 1)
+    assert any(s["terminations"].any() for s in result["steps"]) and any(s["truncations"].any() for s in result["steps"])
+    assert any(s["truncations"].sum() >= 2 for s in result["steps"]), "no step truncated two episodes at once"
+
+
+def test_playground_advantages_bootstrap_a_time_limit_from_the_true_final_observation(tmp_path):
+    script = "ppo_continuous_action_playground.py"
+    args = [*ON_POLICY_FLAGS, "--episode-length", str(TIME_LIMIT)]
+    result = probe(
+        tmp_path,
+        script,
+        args,
+        stop_at="returns",
+        keep=["advantages", "returns"],
+        values_by="test_loop_wiring:playground_values",
+        moves="agent",
+        playground=True,
+    )
+    check_playground_episodes(result)
     advantages, returns = gae_by_hand(result)
     check_by_hand(result, advantages=advantages, returns=returns)
 
