@@ -244,6 +244,9 @@ def main(args: Args) -> list[float]:
     try:
         if hasattr(script, "env_error"):  # envs outside Gymnasium's registry (envpool, PettingZoo): the script checks
             error = script.env_error(env_id)
+        elif not hasattr(script, "gym"):  # MuJoCo Playground's envs, in its own registry
+            if env_id not in importlib.import_module("mujoco_playground").registry.ALL_ENVS:
+                error = "not in MuJoCo Playground's registry"
         else:
             if dm_control:  # registered by the script's make_env, so here too before the check
                 script.gym.register_envs(importlib.import_module("shimmy"))

@@ -6,6 +6,9 @@ video, save, evaluation and offline W&B, refusals, and learning PointMass on the
 Its loop's wiring (advantages by hand through the script's own rollout) is checked in tests/test_loop_wiring.py.
 """
 
+import subprocess
+import sys
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -25,6 +28,7 @@ from conftest import (
     only_run_dir,
     run_copied_alone,
     run_script,
+    script_env,
 )
 
 jax.config.update("jax_platforms", "cpu")
@@ -129,6 +133,12 @@ def test_copied_file_with_video_save_evaluation_and_offline_tracking(tmp_path):
     assert all(0 < r <= 10 for r in returns)  # 10 evaluation episodes of 10 steps
     videos = sorted(p.name for p in (tmp_path / "alone" / "videos" / run_dir.name).glob("*.mp4"))
     assert videos == ["rl-video-episode-0.mp4"]  # env 0 ended one episode (at step 10 of 16)
+    # cleanrl_utils.enjoy evaluates the saved model with the script's own code, its statistics frozen
+    model = run_dir / f"{SCRIPT[:-3]}.cleanrl_model"
+    command = [sys.executable, "-m", "cleanrl_utils.enjoy", "--exp-name", SCRIPT[:-3], "--model-path", str(model)]
+    result = subprocess.run([*command, "--eval-episodes", "3"], cwd=tmp_path, env=script_env(), capture_output=True, text=True)
+    check_ok(result)
+    assert sum(line.startswith("episode ") for line in result.stdout.splitlines()) == 3
 
 
 @pytest.mark.parametrize(
