@@ -244,6 +244,12 @@ MUTATIONS = {
         "next_state_actions, next_state_log_pi, _ = actor.get_action(b_obs)",
         [f"{WIRING}::test_off_policy_targets_bootstrap_a_time_limit_and_not_a_termination[sac_continuous_action.py]"],
     ),
+    "the reset-step mask not handed over between rollouts (envpool)": (
+        "cleanrl/ppo_atari_envpool.py",
+        "        last_done = dones[-1].clone()\n",
+        "",
+        [f"{WIRING}::test_envpool_reset_step_after_a_rollouts_last_step_is_masked_in_the_next_rollout"],
+    ),
     "the first update skipped (PPO)": (
         "cleanrl/ppo.py",
         "        optimizer.step()\n",

@@ -612,6 +612,18 @@ def test_envpool_advantages_mask_reset_steps_and_bootstrap_only_a_time_limit(tmp
     check_by_hand(result, advantages=advantages, returns=returns)
 
 
+def test_envpool_reset_step_after_a_rollouts_last_step_is_masked_in_the_next_rollout(tmp_path):
+    """A life lost on the first rollout's last step (4-step rollouts: the stand-in's first life ends at t = 4) makes
+    the second rollout's first step a reset step: the script hands `last_done` over between rollouts."""
+    args = ["--env-id", "Breakout-v5", "--num-envs", "2", "--num-steps", "4", "--max-episode-steps", "10"]
+    args += ["--total-timesteps", "16", "--num-minibatches", "2"]
+    result = probe(tmp_path, "ppo_atari_envpool.py", args, stop_at="b_obs", envpool=True, keep_at_end=["valid"])
+    steps, T = result["all_steps"], len(result["steps"])
+    assert len(steps) == 2 * T and (steps[T - 1]["terminations"] | steps[T - 1]["truncations"]).any()
+    ended = np.stack([s["terminations"] | s["truncations"] for s in steps])
+    np.testing.assert_array_equal(result["kept_at_end"]["valid"].astype(bool), ~ended[T - 1 : 2 * T - 1])
+
+
 def next_step_q_lambda_by_hand(result, gamma=GAMMA, lam=0.65):
     """Q(λ) returns (T, N) of a NEXT_STEP rollout, by the recursion of `q_lambda_by_hand`: past a termination (a game
     over on the time limit's last step included) G_t = r_t; past a truncation r_t + γ max Q(obs_t+1), its true final
