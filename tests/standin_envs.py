@@ -326,6 +326,8 @@ class StandinPlayground:
     info carries `standin`: [r, t, the reward of the step that led here]."""
 
     observation_size, action_size, dt = OBS_DIM, 2, 0.05
+    # the script reads its solver options (to quiet MJX's overflow warning where a task has one); this has none
+    mjx_model = types.SimpleNamespace(opt=types.SimpleNamespace(_impl=types.SimpleNamespace()))
 
     @staticmethod
     def _obs(r, t):
