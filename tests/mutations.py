@@ -5,8 +5,9 @@ should catch it there, and prints caught or missed for each.
 
 Run on demand, not in the default suite (pytest collects only test_*.py). A mutation is one textual change to one
 file, checked to apply exactly once, so a refactor that moves the code makes the tool fail loudly instead of
-planting nothing. Caught: one of the named tests fails on the copy (they pass on the unchanged repository, which CI checks).
-Exit status: 0 when every mutation is caught, 1 otherwise.
+planting nothing. Caught: one of the named tests fails on the copy. Before planting anything, the tests that the chosen
+mutations name run once on an unchanged copy: if one fails there, a failure proves nothing, and the tool stops, naming it.
+Exit status: 0 when every mutation is caught, 1 otherwise (2 when the tests fail unchanged).
 """
 
 import argparse
@@ -266,13 +267,15 @@ def plant(copy, path, old, new):
     (copy / path).write_text(text.replace(old, new))
 
 
-def run(name):
-    path, old, new, tests = MUTATIONS[name]
+def run_tests(tests, mutation=None):
+    """Runs `tests` on a temporary copy of the repository, with `mutation` (file, old text, new text) planted when
+    given. Returns (whether one of them failed, seconds taken, pytest's output)."""
     with tempfile.TemporaryDirectory(prefix="cleanrl-mutation-") as tmp:
         copy = Path(tmp) / "repo"
         ignore = shutil.ignore_patterns(".git", ".venv", "runs", "videos", "__pycache__", "site")
         shutil.copytree(REPO, copy, ignore=ignore)
-        plant(copy, path, old, new)
+        if mutation:
+            plant(copy, *mutation)
         start = time.monotonic()
         done = subprocess.run(
             [sys.executable, "-m", "pytest", "-q", "-x", "-m", "not learning", *tests],
@@ -284,8 +287,8 @@ def run(name):
         # with -x under xdist a failure ends as "interrupted" (2): read the summary line, not only the code
         failed = done.returncode != 0 and re.search(r"\b\d+ failed\b", done.stdout) is not None
         if done.returncode != 0 and not failed:
-            sys.exit(f"mutations: pytest could not run the tests of {name!r}:\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
-        return failed, time.monotonic() - start
+            sys.exit(f"mutations: pytest could not run {' '.join(tests)}:\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
+        return failed, time.monotonic() - start, done.stdout
 
 
 def main():
@@ -300,12 +303,20 @@ def main():
     if unknown:
         print(f"mutations: unknown {unknown[0]!r}; --list names them", file=sys.stderr)
         return 2
+    names = args.names or list(MUTATIONS)
+    tests = list(dict.fromkeys(test for name in names for test in MUTATIONS[name][3]))
+    failed, seconds, output = run_tests(tests)
+    if failed:
+        print(f"mutations: the tests fail unchanged, so no failure counts as caught:\n{output[-3000:]}", file=sys.stderr)
+        return 2
+    print(f"the {len(tests)} tests pass unchanged ({seconds:.0f} s)", flush=True)
     missed = 0
-    for name in args.names or MUTATIONS:
-        caught, seconds = run(name)
+    for name in names:
+        path, old, new, tests = MUTATIONS[name]
+        caught, seconds, _ = run_tests(tests, (path, old, new))
         missed += not caught
         print(f"{'caught' if caught else 'MISSED'}  {name}  ({seconds:.0f} s)", flush=True)
-    print(f"{len(args.names or MUTATIONS) - missed} of {len(args.names or MUTATIONS)} caught")
+    print(f"{len(names) - missed} of {len(names)} caught")
     return 1 if missed else 0
 
 
