@@ -17,9 +17,12 @@ LeanRL's compiled, CUDA-graph versions. The table goes to --markdown (benchmark/
 
 The device machines have PyTorch and JAX but no package index: --wheels DIR installs the rest with
 `pip install --no-index --find-links DIR`, pinned as in requirements.txt. Make the folder on a connected machine
-with `pip download --only-binary :all: -d DIR` and the pins of `PACKAGES` below.
+with `pip download --only-binary :all: -d DIR` and the pins of `PACKAGES` below. This tool itself needs only the
+standard library (argparse, not tyro), so it runs there before anything is installed. A run that crashes or is
+stopped before its first SPS point gets a row that says so; the other rows are kept.
 """
 
+import argparse
 import os
 import platform
 import re
@@ -29,10 +32,8 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-
-import tyro
 
 REPO = Path(__file__).resolve().parents[1]
 # what the five scripts import beyond torch and JAX (their dependencies come from the wheel folder too)
@@ -56,18 +57,20 @@ RUNS = {
 }
 
 
-@dataclass
-class Args:
-    scripts: list[str] = field(default_factory=lambda: list(RUNS))
-    """which of the five scripts to run"""
-    tiny: bool = False
-    """a few hundred steps each, on whatever device there is: a check of this tool, not a measurement"""
-    wheels: str | None = None
-    """a folder of wheels to install the missing packages from, offline, before the runs"""
-    markdown: str = str(REPO / "benchmark" / "results" / "gpu_speed.md")
-    """where the table goes (its folder must exist)"""
-    timeout: int = 150
-    """seconds each run may take before it is stopped (its row then says so); 5 runs x 150 s bound the whole check"""
+def parse_args():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--scripts", nargs="+", default=list(RUNS), help="which of the five scripts to run")
+    parser.add_argument(
+        "--tiny", action="store_true", help="a few hundred steps each, on whatever device there is: a check of this tool"
+    )
+    parser.add_argument("--wheels", help="a folder of wheels to install the missing packages from, offline, before the runs")
+    parser.add_argument(
+        "--markdown", default=str(REPO / "benchmark" / "results" / "gpu_speed.md"), help="where the table goes"
+    )
+    parser.add_argument(
+        "--timeout", type=int, default=150, help="seconds each run may take before it is stopped (its row says so)"
+    )
+    return parser.parse_args()
 
 
 def fail(message):
@@ -100,7 +103,10 @@ def steady_sps(run_dir):
     """Env steps per second between the middle and the last `charts/SPS` point of a run, from their wall times."""
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-    events = EventAccumulator(str(run_dir), size_guidance={"scalars": 0}).Reload().Scalars("charts/SPS")
+    accumulator = EventAccumulator(str(run_dir), size_guidance={"scalars": 0}).Reload()
+    if "charts/SPS" not in accumulator.Tags()["scalars"]:  # stopped or crashed before its first iteration ended
+        return None
+    events = accumulator.Scalars("charts/SPS")
     if len(events) < 2:
         return None
     middle, last = events[(len(events) - 1) // 2], events[-1]
@@ -134,11 +140,21 @@ def run(script, args):
             process.kill()
             code = f"stopped after {args.timeout} s"
         watcher.join()
-    runs = list((folder / "runs").glob("*")) if (folder / "runs").exists() else []
-    sps = steady_sps(runs[0]) if runs else None
-    note = "" if code == 0 else f"exit {code}: " + " ".join((folder / "out.log").read_text().splitlines()[-1:])[:200]
-    shutil.rmtree(folder, ignore_errors=True)
+    try:
+        runs = list((folder / "runs").glob("*")) if (folder / "runs").exists() else []
+        sps = steady_sps(runs[0]) if runs else None
+        last_line = " ".join((folder / "out.log").read_text().splitlines()[-1:])[:200]
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    note = "" if code == 0 else f"{code if isinstance(code, str) else f'exit code {code}'}: {last_line}"
     return sps, max(peak) if peak else None, note
+
+
+def installed(name):
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return "not installed"
 
 
 def device_name():
@@ -152,7 +168,7 @@ def device_name():
 
 
 def main():
-    args = tyro.cli(Args)
+    args = parse_args()
     unknown = [s for s in args.scripts if s not in RUNS]
     if unknown:
         fail(f"--scripts takes some of {', '.join(RUNS)}, got {', '.join(unknown)}")
@@ -164,14 +180,12 @@ def main():
         command = [sys.executable, "-m", "pip", "install", "--no-index", "--find-links", args.wheels, *pins(PACKAGES)]
         if subprocess.run(command).returncode != 0:
             fail(f"pip could not install {', '.join(PACKAGES)} from {args.wheels}")
-    from importlib.metadata import version  # not `import jax`: its backend would take the GPU from the runs
-
     rows = []
     for script in args.scripts:
         print(f"gpu_speed.py: running {script} ...", flush=True)
         sps, memory, note = run(script, args)
         env_id, *_, cleanrl_sps, leanrl_sps = RUNS[script]
-        ratio = f"{sps / cleanrl_sps:.2f}" if sps and cleanrl_sps else "-"
+        ratio = f"{sps / cleanrl_sps:.2f}" if sps and cleanrl_sps and not args.tiny else "-"  # --tiny: CPU vs H100
         rows.append(
             f"| `{script}` | {env_id} | {f'{sps:,.0f}' if sps else 'n/a'} | {memory if memory is not None else 'n/a'} "
             f"| {f'{cleanrl_sps:,}' if cleanrl_sps else '-'} | {f'{leanrl_sps:,}' if leanrl_sps else '-'} | {ratio} "
@@ -181,7 +195,7 @@ def main():
         f"# Speed on {device_name()}" + (" (--tiny: a check of the tool, not a measurement)" if args.tiny else ""),
         "",
         f"`python benchmark/gpu_speed.py {' '.join(sys.argv[1:])}`, {time.strftime('%Y-%m-%d')}, torch "
-        f"{version('torch')}, JAX {version('jax')}, MuJoCo {version('mujoco')}, envpool {version('envpool')}.",
+        f"{installed('torch')}, JAX {installed('jax')}, MuJoCo {installed('mujoco')}, envpool {installed('envpool')}.",
         "SPS: env steps per second, steady state (the second half of each run). CleanRL and LeanRL: LeanRL's README,",
         "on an H100 (-v4 MuJoCo tasks). GPU memory: the most `nvidia-smi` reported for the script's process.",
         "",
