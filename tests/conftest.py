@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -57,33 +58,55 @@ def script_env():
     return env
 
 
-def run_script(script, *args, cwd, timeout=600, env=None):
-    """Runs `cleanrl/<script>` (or a path) with `args` in `cwd`; returns the CompletedProcess."""
+# what the script server's imports (torch, JAX, Python itself) read from the environment as they load: a run that
+# changes one of these gets a fresh interpreter (PYTHONPATH is honoured in a forked child too)
+IMPORT_TIME_VARIABLES = ("OMP_", "MKL_", "OPENBLAS_", "JAX_", "XLA_", "TORCH", "PYTORCH_", "CUDA", "LD_", "PYTHON")
+
+
+def run_script(script, *args, cwd, timeout=600, env=None, fresh=False):
+    """Runs `cleanrl/<script>` (or a path) with `args` in `cwd`, as `python SCRIPT ARGS` would, in the environment
+    `env` (`script_env()` by default). The run is a forked child of this process's script server (`script_forker`:
+    torch, tyro, gymnasium and JAX imported once, the same code path without their seconds of imports), unless
+    `fresh` is set or `env` changes a variable those imports read as they load (IMPORT_TIME_VARIABLES): then a new
+    interpreter. Returns an object with `returncode`, `stdout` and `stderr`, as `subprocess.run(..., text=True)`
+    does; raises subprocess.TimeoutExpired after `timeout` seconds."""
     path = script if os.path.isabs(str(script)) else SCRIPTS / script
-    return subprocess.run(
-        [sys.executable, str(path), *map(str, args)],
-        cwd=cwd,
-        env=env or script_env(),
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+    command, env = [sys.executable, str(path), *map(str, args)], env or script_env()
+    forker = script_forker()
+    changed = {k for k in forker.env.keys() | env.keys() if forker.env.get(k) != env.get(k)} - {"PYTHONPATH"}
+    if fresh or any(k.startswith(IMPORT_TIME_VARIABLES) for k in changed):
+        return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+    result = forker.run(path, args, cwd, env=env, timeout=timeout, unset=[k for k in forker.env if k not in env])
+    if result.returncode is None:
+        raise subprocess.TimeoutExpired(command, timeout, result.stdout, result.stderr)
+    return result
+
+
+_FORKERS = {}
+
+
+def script_forker(python=sys.executable):
+    """This process's `forked_scripts.ScriptForker` whose server is `python` (one per test worker and Python, started
+    in `script_env()` at first use, closed at exit)."""
+    if python not in _FORKERS:
+        import atexit
+
+        from forked_scripts import ScriptForker
+
+        _FORKERS[python] = ScriptForker(script_env(), python=python)
+        atexit.register(_FORKERS[python].close)
+    return _FORKERS[python]
 
 
 @pytest.fixture(scope="session")
 def fork_script():
-    """`run_script` for the many refusal tests: the command line runs in a forked child of a process that imported
-    torch once (tests/forked_scripts.py), the same code path as a fresh interpreter without its seconds of imports."""
-    from forked_scripts import ScriptForker
-
-    forker = ScriptForker(script_env())
+    """`run_script` for the many refusal tests, always forked (`script_forker`); `unset` names variables to remove."""
 
     def run(script, *args, cwd, timeout=120, env=None, unset=()):
         path = script if os.path.isabs(str(script)) else SCRIPTS / script
-        return forker.run(path, args, cwd, env=env, timeout=timeout, unset=unset)
+        return script_forker().run(path, args, cwd, env=env, timeout=timeout, unset=unset)
 
-    yield run
-    forker.close()
+    return run
 
 
 def run_benchmark(command, tmp_path, **env):
@@ -198,20 +221,10 @@ def bare_python():
     return _BARE_PYTHON[0]
 
 
-_BARE_FORKER = []
-
-
 def bare_forker():
     """A `forked_scripts.ScriptForker` whose server is `bare_python()`: refusals of copied-alone scripts in forked
-    children, without paying the imports each time. One per process, closed at exit."""
-    if not _BARE_FORKER:
-        import atexit
-
-        from forked_scripts import ScriptForker
-
-        _BARE_FORKER.append(ScriptForker(script_env(), python=bare_python()))
-        atexit.register(_BARE_FORKER[0].close)
-    return _BARE_FORKER[0]
+    children, without paying the imports each time."""
+    return script_forker(str(bare_python()))
 
 
 def run_copied_alone(script, *args, tmp_path):
@@ -380,33 +393,43 @@ def workdir(tmp_path):
     return tmp_path
 
 
+def made_once(tmp_path_factory, name, make):
+    """The folder `name` that `make(folder)` filled once per test session, whichever xdist worker asked first; the
+    others wait for it (a file lock) and share it. Returns the folder."""
+    from filelock import FileLock
+
+    root = tmp_path_factory.getbasetemp()
+    root = root.parent if os.environ.get("PYTEST_XDIST_WORKER") else root  # the workers' common folder
+    folder = root / f"shared-{name}"
+    with FileLock(str(root / f"shared-{name}.lock")):
+        if not (folder / ".made").exists():
+            shutil.rmtree(folder, ignore_errors=True)  # what a failed attempt left
+            folder.mkdir()
+            make(folder)
+            (folder / ".made").touch()
+    return folder
+
+
+TEACHER_FLAGS = ["--total-timesteps", 600, "--learning-starts", 300, "--buffer-size", 1000, "--save-model"]
+
+
+def run_saved(script, flags, folder):
+    """Runs `script` with `flags` in `folder` and checks it succeeded (a `made_once` maker)."""
+    check_ok(run_script(script, *flags, cwd=folder))
+
+
 @pytest.fixture(scope="session")
 def teacher_path(tmp_path_factory):
     """A (barely trained) Breakout teacher for qdagger_dqn_atari_impalacnn.py, saved by dqn_atari.py --save-model."""
-    folder = tmp_path_factory.mktemp("teacher")
-    check_ok(
-        run_script(
-            "dqn_atari.py",
-            "--total-timesteps",
-            600,
-            "--learning-starts",
-            300,
-            "--buffer-size",
-            1000,
-            "--save-model",
-            cwd=folder,
-        )
-    )
-    return only_run_dir(folder) / "dqn_atari.cleanrl_model"
+    make = partial(run_saved, "dqn_atari.py", TEACHER_FLAGS)
+    return only_run_dir(made_once(tmp_path_factory, "teacher", make)) / "dqn_atari.cleanrl_model"
 
 
 @pytest.fixture(scope="session")
 def saved_jax_teacher_path(tmp_path_factory):
     """A (barely trained) Breakout teacher for qdagger_dqn_atari_jax_impalacnn.py, saved by dqn_atari_jax.py --save-model."""
-    folder = tmp_path_factory.mktemp("jax_teacher")
-    flags = ["--total-timesteps", 600, "--learning-starts", 300, "--buffer-size", 1000, "--save-model"]
-    check_ok(run_script("dqn_atari_jax.py", *flags, cwd=folder))
-    return only_run_dir(folder) / "dqn_atari_jax.cleanrl_model"
+    make = partial(run_saved, "dqn_atari_jax.py", TEACHER_FLAGS)
+    return only_run_dir(made_once(tmp_path_factory, "jax_teacher", make)) / "dqn_atari_jax.cleanrl_model"
 
 
 def stop_process(process, timeout=10):

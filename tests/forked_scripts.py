@@ -7,7 +7,9 @@ heavy libraries once; every request forks a child that does what `python SCRIPT 
 run_name="__main__")`, SystemExit and uncaught exceptions turned into exit codes as the interpreter
 does, atexit handlers run — with file descriptors 1 and 2 written to files, so output from C code
 counts too. The server imports no gymnasium plugin and no script, so env registrations (ale-py's,
-MuJoCo's) happen in the child exactly as in a fresh process.
+MuJoCo's) happen in the child exactly as in a fresh process. What the server's imports read from the
+environment when they load (torch's and JAX's settings) is fixed at the server's start: conftest's
+`run_script` starts a fresh interpreter for a request that changes such a variable.
 """
 
 import json
@@ -38,6 +40,8 @@ def child(request, out_path, err_path):
     os.environ.update(request["env"])
     sys.argv = [request["script"], *request["args"]]
     sys.path[0] = os.path.dirname(request["script"])
+    # a fresh interpreter puts $PYTHONPATH's folders after the script's (a researcher's `module:EnvId` lives there)
+    sys.path[1:1] = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and p not in sys.path]
     code = 0
     try:
         runpy.run_path(request["script"], run_name="__main__")

@@ -19,8 +19,6 @@ jitted step are recorded. Every script in cleanrl/ has a check here. The checks:
 
 import json
 import pickle
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -41,6 +39,8 @@ from standin_envs import (
     reward,
     terminates,
 )
+
+from conftest import run_script
 
 REPO = Path(__file__).resolve().parents[1]
 PROBE = Path(__file__).with_name("loop_probe.py")
@@ -78,14 +78,7 @@ def probe(
     request |= {"go_on": go_on or moves is not None or bool(keep_at_end), "keep_at_end": list(keep_at_end)}
     request |= {"pettingzoo": pettingzoo, "playground": playground}
     (tmp_path / "request.json").write_text(json.dumps(request))
-    done = subprocess.run(
-        [sys.executable, str(PROBE), "request.json", "out.pkl"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env={"OMP_NUM_THREADS": "1", "WANDB_MODE": "disabled", "PATH": "/usr/bin:/bin", "JAX_PLATFORMS": "cpu"},
-    )
+    done = run_script(PROBE, "request.json", "out.pkl", cwd=tmp_path)  # as `python tests/loop_probe.py ...` would
     assert done.returncode == 0, done.stderr[-3000:]
     result = pickle.loads((tmp_path / "out.pkl").read_bytes())
     if moves:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, missing_tool, procgen_missing, script_env
+from conftest import REPO, check_ok, missing_tool, procgen_missing, run_script, script_env
 from hub_standin import HubStandIn
 
 TSV = Path(__file__).with_name("upstream_test_commands.tsv")
@@ -64,9 +64,7 @@ def hub(tmp_path_factory):
     hub = HubStandIn(tmp_path_factory.mktemp("hub"))
     makers = tmp_path_factory.mktemp("hub-models")
     for (repo_id, filename), (script, flags) in HUB_MODELS.items():
-        argv = [sys.executable, str(REPO / "cleanrl" / script), *flags]
-        result = subprocess.run(argv, cwd=makers, env=script_env(), capture_output=True, text=True, timeout=600)
-        assert result.returncode == 0, result.stderr[-2000:]
+        check_ok(run_script(script, *flags, cwd=makers))  # what the stand-in serves, not a command under test
         (model,) = makers.glob(f"runs/*__{script[:-3]}__*/{filename}")
         content = model.read_bytes()
         commit = hashlib.sha1(f"{repo_id}{len(content)}".encode()).hexdigest()
