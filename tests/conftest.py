@@ -63,19 +63,23 @@ def script_env():
 IMPORT_TIME_VARIABLES = ("OMP_", "MKL_", "OPENBLAS_", "JAX_", "XLA_", "TORCH", "PYTORCH_", "CUDA", "LD_", "PYTHON")
 
 
-def run_script(script, *args, cwd, timeout=600, env=None, fresh=False):
+def run_script(script, *args, cwd, timeout=600, env=None):
     """Runs `cleanrl/<script>` (or a path) with `args` in `cwd`, as `python SCRIPT ARGS` would, in the environment
     `env` (`script_env()` by default). The run is a forked child of this process's script server (`script_forker`:
     torch, tyro, gymnasium and JAX imported once, the same code path without their seconds of imports), unless
-    `fresh` is set or `env` changes a variable those imports read as they load (IMPORT_TIME_VARIABLES): then a new
-    interpreter. Returns an object with `returncode`, `stdout` and `stderr`, as `subprocess.run(..., text=True)`
-    does; raises subprocess.TimeoutExpired after `timeout` seconds."""
+    `env` changes a variable those imports read as they load (IMPORT_TIME_VARIABLES): then a new interpreter. (Fresh
+    interpreters run upstream's commands, the copied-alone runs and the runs that get signals.) Returns an object
+    with `returncode`, `stdout` and `stderr`, as `subprocess.run(..., text=True)` does; raises
+    subprocess.TimeoutExpired after `timeout` seconds."""
     path = script if os.path.isabs(str(script)) else SCRIPTS / script
-    command, env = [sys.executable, str(path), *map(str, args)], env or script_env()
-    forker = script_forker()
-    changed = {k for k in forker.env.keys() | env.keys() if forker.env.get(k) != env.get(k)} - {"PYTHONPATH"}
-    if fresh or any(k.startswith(IMPORT_TIME_VARIABLES) for k in changed):
+    command, base = [sys.executable, str(path), *map(str, args)], script_env()
+    env = env or base
+    # what the test asks to change; what this process's own libraries set since (cv2's LD_LIBRARY_PATH, for its
+    # children) goes to the child as it would to a new interpreter, and reads the same there
+    asked = {k for k in base.keys() | env.keys() if base.get(k) != env.get(k)} - {"PYTHONPATH"}
+    if any(k.startswith(IMPORT_TIME_VARIABLES) for k in asked):
         return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+    forker = script_forker()
     result = forker.run(path, args, cwd, env=env, timeout=timeout, unset=[k for k in forker.env if k not in env])
     if result.returncode is None:
         raise subprocess.TimeoutExpired(command, timeout, result.stdout, result.stderr)
