@@ -77,7 +77,10 @@ def run_script(script, *args, cwd, timeout=600, env=None):
     # what the test asks to change; what this process's own libraries set since (cv2's LD_LIBRARY_PATH, for its
     # children) goes to the child as it would to a new interpreter, and reads the same there
     asked = {k for k in base.keys() | env.keys() if base.get(k) != env.get(k)} - {"PYTHONPATH"}
-    if any(k.startswith(IMPORT_TIME_VARIABLES) for k in asked):
+    # a folder of $PYTHONPATH joins sys.path in a forked child too, but a sitecustomize there runs only at start-up
+    folders = [Path(p) for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    at_startup = any((f / name).exists() for f in folders for name in ("sitecustomize.py", "usercustomize.py"))
+    if at_startup or any(k.startswith(IMPORT_TIME_VARIABLES) for k in asked):
         return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
     forker = script_forker()
     result = forker.run(path, args, cwd, env=env, timeout=timeout, unset=[k for k in forker.env if k not in env])
