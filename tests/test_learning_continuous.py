@@ -12,13 +12,14 @@ import pytest
 from conftest import check_ok, final_return, only_run_dir, run_script
 
 PENDULUM_8K = ["--env-id", "Pendulum-v1", "--total-timesteps", 8000, "--learning-starts", 1000, "--seed", 1]
+PENDULUM_6K = ["--env-id", "Pendulum-v1", "--total-timesteps", 6000, "--learning-starts", 1000, "--seed", 1]
 
 
 @pytest.mark.learning
-def test_sac_learns_pendulum_within_8k_steps(workdir):
-    # on CI's kind of machine (2-core AMD EPYC) seeds 1-3 average -131, -147, -190 over their last 10 episodes
-    # (seed 1: ~105 s of one core); an earlier machine gave -131 and -136 for seeds 1-2
-    check_ok(run_script("sac_continuous_action.py", *PENDULUM_8K, cwd=workdir))
+def test_sac_learns_pendulum_within_6k_steps(workdir):
+    # on this project's 2-core machine seeds 1-3 average -226, -161, -249 over their last 10 episodes at 6k steps
+    # (2026-12-07; seed 1: ~85 s with the other core busy); at 8k they gave -131, -147, -190 (~105 s of one core)
+    check_ok(run_script("sac_continuous_action.py", *PENDULUM_6K, cwd=workdir))
     assert final_return(only_run_dir(workdir), last=10) >= -400
 
 
