@@ -33,6 +33,7 @@ def child(request, out_path, err_path):
     err = os.open(err_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
     os.dup2(out, 1)
     os.dup2(err, 2)
+    os.dup2(os.open(os.devnull, os.O_RDONLY), 0)  # not the server's request pipe, for the script or its children
     sys.stdin = open(os.devnull)
     os.chdir(request["cwd"])
     for name in request["unset"]:
@@ -53,14 +54,17 @@ def child(request, out_path, err_path):
         else:
             print(e.code, file=sys.stderr)
             code = 1
-    except BaseException:
+    except BaseException as e:
         traceback.print_exc()
-        code = 1
+        code = -signal.SIGINT if isinstance(e, KeyboardInterrupt) else 1
     try:
         atexit._run_exitfuncs()
     finally:
         sys.stdout.flush()
         sys.stderr.flush()
+        if code == -signal.SIGINT:  # as the interpreter ends on an uncaught KeyboardInterrupt: killed by SIGINT
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGINT)
         os._exit(code)
 
 for line in sys.stdin:
