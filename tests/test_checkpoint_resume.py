@@ -33,8 +33,8 @@ ENVPOOL_RUN = ["--total-timesteps", 2048, "--num-envs", 4, "--num-steps", 32, "-
 DQN_RUN = ["--total-timesteps", 20000, "--learning-starts", 1000]
 # CartPole, a loss point every 1000 steps from step 2000: about 20 s on one core
 C51_JAX_RUN = ["--total-timesteps", 30000, "--learning-starts", 1000]
-# Pendulum, one update a step from step 200, a loss point every 100 steps
-SAC_RUN = ["--env-id", "Pendulum-v1", "--total-timesteps", 2000, "--learning-starts", 200]
+# Pendulum, one update a step from step 200, a loss point every 100 steps: 1000 updates, about 12 s of one core
+SAC_RUN = ["--env-id", "Pendulum-v1", "--total-timesteps", 1200, "--learning-starts", 200]
 # the proof-of-memory task at 4 envs x 32 steps = 128 steps an iteration, 40 iterations, a small transformer
 TRXL_RUN = [
     *["--total-timesteps", 5120, "--env-id", "ProofofMemory-v0", "--num-envs", 4, "--num-steps", 32],
@@ -86,7 +86,7 @@ KILLED = [
     ("ppo_trxl.py", TRXL_RUN, 4, 2048, TRXL_TAGS, 128, 128),
     ("ppo_atari_envpool.py", ENVPOOL_RUN, 4, 1024, PPO_TAGS, 128, 128),
     ("dqn.py", DQN_RUN, 2000, 8000, ["losses/td_loss", "losses/q_values", "charts/epsilon"], 2000, 1000),
-    ("sac_continuous_action.py", SAC_RUN, 300, 900, SAC_TAGS, 300, 100),
+    ("sac_continuous_action.py", SAC_RUN, 300, 600, SAC_TAGS, 300, 100),
     ("c51_jax.py", C51_JAX_RUN, 2000, 8000, ["losses/loss", "losses/q_values", "charts/epsilon"], 2000, 1000),
 ]
 
