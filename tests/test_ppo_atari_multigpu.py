@@ -105,7 +105,7 @@ def start_torchrun(tmp_path, nproc, *script_args, options=()):
     in tmp_path/cwd, everything on 127.0.0.1, in a session of its own (as a terminal's foreground job: its
     process group is torchrun's; torchrun starts each rank in a session of its own). Returns the Popen."""
     (tmp_path / "launch.py").write_text(LAUNCHER)
-    env = script_env()
+    env = script_env() | {"PYTHONFAULTHANDLER": "1"}  # a rank that aborts (SIGABRT, once in CI) prints its threads' stacks
     if os.path.isdir("/sys/class/net/lo"):
         env["GLOO_SOCKET_IFNAME"] = "lo"
     command = [
