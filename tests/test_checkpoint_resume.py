@@ -106,9 +106,10 @@ def test_a_run_killed_with_sigkill_resumes_where_its_checkpoint_left_it(
     aside = workdir.parent / f"{workdir.name}-aside"
     shutil.copytree(workdir / "runs", aside / "runs")
     restored_path = aside / "restored.pt"
-    driver = [sys.executable, "-c", UP_TO_THE_LOOP, str(SCRIPTS / script), str(restored_path), "--resume", str(path)]
-    driver[-1] = str(path.relative_to(workdir))
-    result = subprocess.run(driver, cwd=aside, env=script_env(), capture_output=True, text=True, timeout=300)
+    driver = workdir.parent / f"{workdir.name}-up_to_the_loop.py"
+    driver.write_text(UP_TO_THE_LOOP)
+    args = [SCRIPTS / script, restored_path, "--resume", path.relative_to(workdir)]
+    result = run_script(driver, *args, cwd=aside, timeout=300)  # as `python driver.py ARGS`, forked
     assert result.returncode == 0, result.stderr[-3000:]
     restored = torch.load(restored_path, weights_only=False)
     assert sorted(restored["state"]) == sorted(saved["state"])
@@ -288,8 +289,9 @@ runpy.run_path(script, run_name="__main__")
 
 @pytest.mark.parametrize("script", ["ppo.py", "dqn.py", "c51_jax.py", "sac_continuous_action.py"])
 def test_a_full_disk_is_refused_at_start(script, workdir):
-    command = [sys.executable, "-c", FULL_DISK, str(SCRIPTS / script), "--total-timesteps", "256"]
-    result = subprocess.run(command, cwd=workdir, env=script_env(), capture_output=True, text=True, timeout=300)
+    driver = workdir.parent / f"{workdir.name}-full_disk.py"
+    driver.write_text(FULL_DISK)
+    result = run_script(driver, SCRIPTS / script, "--total-timesteps", 256, cwd=workdir, timeout=300)
     check_refused(result, script, f"cannot write runs/ in {workdir}", workdir)
 
 
@@ -321,7 +323,7 @@ def test_track_at_a_terminal_without_a_wandb_login_does_not_wait_for_input(scrip
 
 def test_every_script_checkpoints_and_resumes_and_is_on_by_default_only_for_long_runs():
     # CartPole, and HalfCheetah at PPO's 1M steps: minutes on one core
-    short = {"ppo.py", "dqn.py", "c51.py", "pqn.py", "dqn_jax.py", "c51_jax.py", "ppo_continuous_action.py"}
+    short = {"ppo.py", "dqn.py", "c51.py", "qr_dqn.py", "pqn.py", "dqn_jax.py", "c51_jax.py", "ppo_continuous_action.py"}
     for path in sorted(SCRIPTS.glob("*.py")):
         if path.name == "__init__.py":
             continue
