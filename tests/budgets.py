@@ -25,9 +25,11 @@ CLASSIC_BUFFER = ["--buffer-size", 500, "--batch-size", 32]
 VALUE_BASED_TINY = {
     "dqn.py": ["--total-timesteps", 700, "--learning-starts", 200, "--train-frequency", 1, *CLASSIC_BUFFER],
     "c51.py": ["--total-timesteps", 700, "--learning-starts", 200, "--train-frequency", 1, *CLASSIC_BUFFER],
+    "qr_dqn.py": ["--total-timesteps", 700, "--learning-starts", 200, "--train-frequency", 1, *CLASSIC_BUFFER],
     "pqn.py": ["--total-timesteps", 512, "--num-envs", 2, "--num-steps", 64],
     "dqn_atari.py": ["--total-timesteps", 400, "--learning-starts", 200, "--train-frequency", 1, *ATARI_BUFFER],
     "c51_atari.py": ["--total-timesteps", 400, "--learning-starts", 200, "--train-frequency", 1, *ATARI_BUFFER],
+    "qr_dqn_atari.py": ["--total-timesteps", 400, "--learning-starts", 200, "--train-frequency", 1, *ATARI_BUFFER],
     # Rainbow's network has 6.8M parameters (noisy dueling head): a gradient step costs ~0.2 s of one core, so the
     # 100 it takes to log its losses once, not 200
     "rainbow_atari.py": ["--total-timesteps", 400, "--learning-starts", 300, "--train-frequency", 1, *ATARI_BUFFER],

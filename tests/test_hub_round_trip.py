@@ -41,6 +41,8 @@ ALGORITHM = {
     "dqn_atari.py": "DQN",
     "c51.py": "C51",
     "c51_atari.py": "C51",
+    "qr_dqn.py": "QR-DQN",
+    "qr_dqn_atari.py": "QR-DQN",
     "pqn.py": "PQN",
     "qdagger_dqn_atari_impalacnn.py": "QDagger",
     "rainbow_atari.py": "Rainbow",

@@ -226,6 +226,8 @@ SAC_LOG_PI = (
 NEXT_VALUE = {
     "dqn.py": "target_network(b_next_obs).max(dim=1).values",
     "c51.py": "target_network.get_action(b_next_obs)[1]",  # the next observations' distributions
+    # the quantiles of the action whose mean the target network ranks highest, (B, N)
+    "qr_dqn.py": "(lambda q: q[torch.arange(len(q)), q.mean(2).argmax(1)])(target_network(b_next_obs))",
     "sac_continuous_action.py": "torch.min(qf1_target(b_next_obs, next_state_actions), qf2_target(b_next_obs,"
     f" next_state_actions)).flatten() - alpha * {SAC_LOG_PI}",
     "td3_continuous_action.py": f"torch.min(qf1_target(b_next_obs, {TD3_ACTIONS}), qf2_target(b_next_obs, {TD3_ACTIONS}))",
@@ -234,6 +236,7 @@ NEXT_VALUE = {
 OFF_POLICY = {
     "dqn.py": ("StandinDiscrete-v0", [], "td_targets", []),
     "c51.py": ("StandinDiscrete-v0", [], "target_pmfs", ["target_network.atoms"]),
+    "qr_dqn.py": ("StandinDiscrete-v0", [], "target_quantiles", []),
     "sac_continuous_action.py": ("StandinContinuous-v0", [], "next_q_value", []),
     "td3_continuous_action.py": ("StandinContinuous-v0", [], "next_q_value", []),
     "ddpg_continuous_action.py": ("StandinContinuous-v0", [], "next_q_value", []),
@@ -292,6 +295,7 @@ CADENCES = {
     | {"target_actor": "args.policy_frequency", "qf1_target": "args.policy_frequency"},
     "dqn_atari.py": {"q_network": "args.train_frequency", "target_network": "args.target_network_frequency"},
     "c51_atari.py": {"q_network": "args.train_frequency", "target_network": "args.target_network_frequency"},
+    "qr_dqn_atari.py": {"q_network": "args.train_frequency", "target_network": "args.target_network_frequency"},
     "rainbow_atari.py": {"q_network": "args.train_frequency", "target_network": "args.target_network_frequency"},
     "sac_atari.py": {"qf1": "args.update_frequency", "qf2": "args.update_frequency", "actor": "args.update_frequency"}
     | {"qf1_target": "args.target_network_frequency", "qf2_target": "args.target_network_frequency"},
@@ -310,9 +314,12 @@ def check_cadences(result, cadences):
 
 
 def target_by_hand(script, kept, rewards, terminated):
-    """r + γ (1 − termination) V(s'), V(s') as NEXT_VALUE gives it, or for C51 the projection of its distributions."""
+    """r + γ (1 − termination) V(s'), V(s') as NEXT_VALUE gives it; for C51 the projection of its distributions, for
+    QR-DQN every quantile of the next state's greedy action so moved."""
     if script in ("c51.py", "c51_atari.py"):
         return c51_target_by_hand(rewards, terminated, kept[NEXT_VALUE[script]], kept["target_network.atoms"])
+    if script in ("qr_dqn.py", "qr_dqn_atari.py"):
+        return rewards[:, None] + GAMMA * (1 - terminated[:, None]) * np.asarray(kept[NEXT_VALUE[script]])
     return rewards + GAMMA * (1 - terminated) * np.asarray(kept[NEXT_VALUE[script]]).reshape(-1)
 
 
@@ -332,7 +339,7 @@ def test_off_policy_targets_bootstrap_a_time_limit_and_not_a_termination(script,
     np.testing.assert_allclose(np.asarray(kept[target]).reshape(expected.shape), expected, 1e-5, 1e-5, err_msg=target)
 
 
-@pytest.mark.parametrize("script", ["dqn.py", "c51.py"])
+@pytest.mark.parametrize("script", ["dqn.py", "c51.py", "qr_dqn.py"])
 def test_updates_move_the_q_network_and_the_target_network_only_at_its_cadence(script, tmp_path):
     """With one env, the loop's iteration k (global_step k -> k + 1) takes a gradient step where k + 1 passes
     --learning-starts and is a multiple of --train-frequency, and copies the Q-network into the target network
@@ -468,11 +475,13 @@ def test_atari_advantages_bootstrap_a_time_limit_from_the_true_final_frames(scri
 
 ATARI_FLAGS = ["--env-id", "StandinAtari-v0", "--total-timesteps", "300", "--buffer-size", "1000", "--batch-size", "64"]
 ATARI_OFF_POLICY = {"dqn_atari.py": "td_targets", "c51_atari.py": "target_pmfs", "sac_atari.py": "next_q_value"}
+ATARI_OFF_POLICY["qr_dqn_atari.py"] = "target_quantiles"
 SAC_ATARI_POLICY = "actor.get_action(b_next_obs)"  # its log-probabilities and probabilities of every action
 NEXT_VALUE |= {
     "dqn_atari.py": NEXT_VALUE["dqn.py"],
     "qdagger_dqn_atari_impalacnn.py": NEXT_VALUE["dqn.py"],
     "c51_atari.py": NEXT_VALUE["c51.py"],
+    "qr_dqn_atari.py": NEXT_VALUE["qr_dqn.py"],
     "sac_atari.py": f"({SAC_ATARI_POLICY}[2] * (torch.min(qf1_target(b_next_obs), qf2_target(b_next_obs))"
     f" - alpha * {SAC_ATARI_POLICY}[1])).sum(dim=1)",
 }

@@ -24,16 +24,19 @@ ATARI = [s for s in ALL if "atari" in s]
 TAGS = {
     "dqn.py": ["losses/td_loss", "losses/q_values", "charts/epsilon", "charts/SPS"],
     "c51.py": ["losses/loss", "losses/q_values", "charts/epsilon", "charts/SPS"],
+    "qr_dqn.py": ["losses/loss", "losses/q_values", "charts/epsilon", "charts/SPS"],
     "pqn.py": ["losses/td_loss", "losses/q_values", "charts/epsilon", "charts/learning_rate", "charts/SPS"],
     "dqn_atari.py": ["losses/td_loss", "losses/q_values", "charts/epsilon", "charts/SPS"],
     "c51_atari.py": ["losses/loss", "losses/q_values", "charts/epsilon", "charts/SPS"],
+    "qr_dqn_atari.py": ["losses/loss", "losses/q_values", "charts/epsilon", "charts/SPS"],
     "rainbow_atari.py": ["losses/loss", "losses/q_values", "charts/beta", "charts/SPS"],
 }
 
 
 # --checkpoint-every: a checkpoint mid-run (env steps; pqn.py: iterations of 128 steps), then --resume to twice the
 # budget; Rainbow's is in test_rainbow_atari.py, at its smoke command's budget (its gradient steps are 0.2 s each)
-EVERY = {"dqn.py": 300, "c51.py": 300, "pqn.py": 2, "dqn_atari.py": 150, "c51_atari.py": 150}
+EVERY = {"dqn.py": 300, "c51.py": 300, "qr_dqn.py": 300, "pqn.py": 2, "dqn_atari.py": 150, "c51_atari.py": 150}
+EVERY["qr_dqn_atari.py"] = 150
 
 
 # the steps of every point of TAGS, exactly (each once). The DQN family logs at every 100th gradient step, and with
@@ -43,9 +46,11 @@ EVERY = {"dqn.py": 300, "c51.py": 300, "pqn.py": 2, "dqn_atari.py": 150, "c51_at
 LOGGED_AT = {
     "dqn.py": list(range(300, 1401, 100)),
     "c51.py": list(range(300, 1401, 100)),
+    "qr_dqn.py": list(range(300, 1401, 100)),
     "pqn.py": list(range(128, 1025, 128)),
     "dqn_atari.py": list(range(300, 801, 100)),
     "c51_atari.py": list(range(300, 801, 100)),
+    "qr_dqn_atari.py": list(range(300, 801, 100)),
     "rainbow_atari.py": [400],
 }
 
@@ -168,7 +173,7 @@ def test_a_run_without_a_gradient_step_runs_with_one_warning(script, flags, reas
 
 WRONG_SPACE = {
     s: ("Pendulum-v1", f"Pendulum-v1 has Box(-2.0, 2.0, (1,), float32) actions; {s} supports Discrete ones")
-    for s in ("dqn.py", "c51.py", "pqn.py")
+    for s in ("dqn.py", "c51.py", "qr_dqn.py", "pqn.py")
 }
 WRONG_SPACE |= {s: ("CartPole-v1", "CartPole-v1 is not an ale-py Atari game") for s in ATARI}
 UNKNOWN_ENV = {s: "BreakoutNoFrameskip-v9" if s in ATARI else "CartPol-v1" for s in ALL}
@@ -179,6 +184,8 @@ OFF_POLICY_SIZES = "--num-envs, --buffer-size, --batch-size, --train-frequency, 
 SIZES = {s: f"{OFF_POLICY_SIZES} must be at least 1" for s in ALL}
 SIZES |= {"pqn.py": "--num-envs, --num-steps, --num-minibatches, --update-epochs must be at least 1"}
 SIZES |= {"rainbow_atari.py": f"{OFF_POLICY_SIZES}, --n-step must be at least 1"}
+QR_SIZES = "--num-envs, --buffer-size, --batch-size, --n-quantiles, --train-frequency, --target-network-frequency"
+SIZES |= {s: f"{QR_SIZES} must be at least 1" for s in ("qr_dqn.py", "qr_dqn_atari.py")}
 FOLDER_NAME = "must be a folder name: up to 150 letters, digits, '.', '-' and single '_'"
 COMMON_BAD = [
     (["--gamma", 1.5], RANGES),
@@ -199,6 +206,7 @@ CASES += [(s, flags, RANGES[s]) for s in ALL if s != "rainbow_atari.py" for flag
 CASES += [(s, ["--train-frequency", 0], SIZES[s]) for s in ALL if s != "pqn.py"]
 CASES += [(s, ["--n-atoms", 1], "--n-atoms must be at least 2") for s in ("c51.py", "c51_atari.py", "rainbow_atari.py")]
 CASES += [(s, ["--v-min", 10, "--v-max", -10], "--v-min") for s in ("c51.py", "c51_atari.py", "rainbow_atari.py")]
+CASES += [(s, ["--n-quantiles", 0], SIZES[s]) for s in ("qr_dqn.py", "qr_dqn_atari.py")]
 # Adam's first step divides the learning rate by 0.1: past 3.4e37 it overflows float32
 ADAM_OVERFLOW = "--learning-rate must be positive and finite in float32, got 1e+38"
 CASES += [(s, ["--learning-rate", 1e38], ADAM_OVERFLOW) for s in ALL if s != "pqn.py"]
@@ -206,7 +214,7 @@ CASES += [(s, ["--env-id", env_id], m) for s, (env_id, m) in WRONG_SPACE.items()
 CASES += [(s, ["--env-id", env_id], "doesn't exist") for s, env_id in UNKNOWN_ENV.items()]
 CASES += [(s, ["--buffer-size", 10**13], "more than this machine's memory; lower --buffer-size") for s in ALL if s != "pqn.py"]
 FEW_FRAMES = "--buffer-size 18 leaves a sub-env fewer than 10 frames"
-CASES += [(s, ["--buffer-size", 18, "--num-envs", 2], FEW_FRAMES) for s in ("dqn_atari.py", "c51_atari.py")]
+CASES += [(s, ["--buffer-size", 18, "--num-envs", 2], FEW_FRAMES) for s in ("dqn_atari.py", "c51_atari.py", "qr_dqn_atari.py")]
 CASES += [
     ("pqn.py", ["--num-minibatches", 3], "the batch of 512 steps (--num-envs x --num-steps) does not split into --num-mini"),
     ("pqn.py", ["--q-lambda", 1.5], RANGES["pqn.py"]),
