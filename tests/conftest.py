@@ -1,5 +1,6 @@
 """Shared helpers: run a script as a user would (a subprocess), import a script's top-level pieces."""
 
+import atexit
 import importlib.util
 import math
 import os
@@ -36,9 +37,12 @@ PPO_TAGS = [
 ]
 
 
-# one compilation cache per test session (and xdist worker group), removed with the session's temporary files
-JAX_CACHE = os.environ.get("CLEANRL_TEST_JAX_CACHE") or tempfile.mkdtemp(prefix="cleanrl-jax-cache-")
-os.environ["CLEANRL_TEST_JAX_CACHE"] = JAX_CACHE  # xdist workers inherit the controller's
+# one compilation cache per test session (xdist workers inherit the controller's), removed when the process that made
+# it exits, however its session ended; a folder given in CLEANRL_TEST_JAX_CACHE is the user's, and stays
+if not os.environ.get("CLEANRL_TEST_JAX_CACHE"):
+    os.environ["CLEANRL_TEST_JAX_CACHE"] = tempfile.mkdtemp(prefix="cleanrl-jax-cache-")
+    atexit.register(shutil.rmtree, os.environ["CLEANRL_TEST_JAX_CACHE"], True)
+JAX_CACHE = os.environ["CLEANRL_TEST_JAX_CACHE"]
 
 
 def script_env():
@@ -67,26 +71,45 @@ def run_script(script, *args, cwd, timeout=600, env=None):
     """Runs `cleanrl/<script>` (or a path) with `args` in `cwd`, as `python SCRIPT ARGS` would, in the environment
     `env` (`script_env()` by default). The run is a forked child of this process's script server (`script_forker`:
     torch, tyro, gymnasium and JAX imported once, the same code path without their seconds of imports), unless
-    `env` changes a variable those imports read as they load (IMPORT_TIME_VARIABLES): then a new interpreter. (Fresh
-    interpreters run upstream's commands, the copied-alone runs and the runs that get signals.) Returns an object
+    `env` changes a variable those imports read as they load (`needs_a_new_interpreter`): then a new interpreter.
+    (Fresh interpreters run upstream's commands, the copied-alone runs and torchrun's ranks.) Returns an object
     with `returncode`, `stdout` and `stderr`, as `subprocess.run(..., text=True)` does; raises
     subprocess.TimeoutExpired after `timeout` seconds."""
-    path = script if os.path.isabs(str(script)) else SCRIPTS / script
-    command, base = [sys.executable, str(path), *map(str, args)], script_env()
-    env = env or base
-    # what the test asks to change; what this process's own libraries set since (cv2's LD_LIBRARY_PATH, for its
-    # children) goes to the child as it would to a new interpreter, and reads the same there
-    asked = {k for k in base.keys() | env.keys() if base.get(k) != env.get(k)} - {"PYTHONPATH"}
-    # a folder of $PYTHONPATH joins sys.path in a forked child too, but a sitecustomize there runs only at start-up
-    folders = [Path(p) for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
-    at_startup = any((f / name).exists() for f in folders for name in ("sitecustomize.py", "usercustomize.py"))
-    if at_startup or any(k.startswith(IMPORT_TIME_VARIABLES) for k in asked):
+    path, env = script if os.path.isabs(str(script)) else SCRIPTS / script, env or script_env()
+    command = [sys.executable, str(path), *map(str, args)]
+    if needs_a_new_interpreter(env):
         return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
     forker = script_forker()
     result = forker.run(path, args, cwd, env=env, timeout=timeout, unset=[k for k in forker.env if k not in env])
     if result.returncode is None:
         raise subprocess.TimeoutExpired(command, timeout, result.stdout, result.stderr)
     return result
+
+
+def start_script(script, *args, cwd, env=None):
+    """Starts `cleanrl/<script>` (or a path) as `run_script` runs it, and leaves it running: for the tests that signal a
+    run or watch it. Returns a `subprocess.Popen` (both outputs piped, text) or, forked, a `forked_scripts.ForkedProcess`
+    that answers the same calls."""
+    path, env = script if os.path.isabs(str(script)) else SCRIPTS / script, env or script_env()
+    if needs_a_new_interpreter(env):
+        command = [sys.executable, str(path), *map(str, args)]
+        return subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    forker = script_forker()
+    return forker.start(path, args, cwd, env=env, unset=[k for k in forker.env if k not in env])
+
+
+def needs_a_new_interpreter(env):
+    """Whether a script run in `env` must start a new interpreter rather than fork from the script server: where the
+    test asks to change a variable the server's imports read as they load, or a $PYTHONPATH folder holds a
+    sitecustomize (it runs only at start-up)."""
+    base = script_env()
+    # what the test asks to change; what this process's own libraries set since (cv2's LD_LIBRARY_PATH, for its
+    # children) goes to the child as it would to a new interpreter, and reads the same there
+    asked = {k for k in base.keys() | env.keys() if base.get(k) != env.get(k)} - {"PYTHONPATH"}
+    # a folder of $PYTHONPATH joins sys.path in a forked child too
+    folders = [Path(p) for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    at_startup = any((f / name).exists() for f in folders for name in ("sitecustomize.py", "usercustomize.py"))
+    return at_startup or any(k.startswith(IMPORT_TIME_VARIABLES) for k in asked)
 
 
 _FORKERS = {}
@@ -96,8 +119,6 @@ def script_forker(python=sys.executable):
     """This process's `forked_scripts.ScriptForker` whose server is `python` (one per test worker and Python, started
     in `script_env()` at first use, closed at exit)."""
     if python not in _FORKERS:
-        import atexit
-
         from forked_scripts import ScriptForker
 
         _FORKERS[python] = ScriptForker(script_env(), python=python)
@@ -218,6 +239,7 @@ def bare_python():
         import sysconfig
 
         folder = Path(tempfile.mkdtemp(prefix="cleanrl-bare-python-"))
+        atexit.register(shutil.rmtree, folder, True)  # after the bare forker's server, which closes first (registered later)
         subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder)], check=True)
         version = f"python{sys.version_info.major}.{sys.version_info.minor}"
         (folder / "lib" / version / "site-packages" / "deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
@@ -312,23 +334,23 @@ def check_checkpoint_and_resume(script, flags, every, cwd, run=None):
     return run_dir
 
 
-def stopped_in_phase(script, phase, flags, cwd, out):
-    """Runs a QDagger script with `flags` in `cwd` (stdout to the file `out`) and stops it with SIGTERM in `phase`:
-    "teacher" once the teacher's score is printed (it then plays), "offline" once the first checkpoint is written
-    (at an offline gradient step). Returns the run's checkpoint, written at the stop, as `checkpoint.read` gives it."""
+def stopped_in_phase(script, phase, flags, cwd):
+    """Runs a QDagger script with `flags` in `cwd` and stops it with SIGTERM in `phase`: "teacher" once the teacher's
+    score is printed (it then plays), "offline" once the first checkpoint is written (at an offline gradient step).
+    Returns the run's checkpoint, written at the stop, as `checkpoint.read` gives it."""
     import signal
     import time
 
     from cleanrl_utils.checkpoint import read
 
-    command = [sys.executable, str(SCRIPTS / script), *map(str, flags)]
-    with open(out, "w") as stdout:
-        process = subprocess.Popen(command, cwd=cwd, env=script_env(), stdout=stdout, stderr=subprocess.PIPE, text=True)
+    process = start_script(script, *flags, cwd=cwd)
+    if phase == "teacher":
+        for line in process.stdout:  # until the score's line, or the run's end
+            if "mean episodic return" in line:
+                break
     deadline = time.time() + 300
-    while process.poll() is None and time.time() < deadline:
-        if phase == "teacher" and "mean episodic return" in Path(out).read_text():
-            break
-        if phase == "offline" and list(Path(cwd).glob("runs/*/checkpoint.pt")):
+    while phase == "offline" and process.poll() is None and time.time() < deadline:
+        if list(Path(cwd).glob("runs/*/checkpoint.pt")):
             break
         time.sleep(0.05)
     process.send_signal(signal.SIGTERM)
@@ -384,7 +406,8 @@ def missing_tool(reason):
     installs the tool, it fails instead: a CI run that tested less than it should is not green."""
     if IN_CI:
         pytest.fail(f"CI=true: {reason}; .ci/run installs it, so this run tested less than CI must", pytrace=False)
-    pytest.skip(reason)
+    test = os.environ.get("PYTEST_CURRENT_TEST", "").split(" ")[0]  # -rs gives every skip this line: name the test
+    pytest.skip(f"{test}: {reason}" if test else reason)
 
 
 def load_script(name):
@@ -447,8 +470,3 @@ def stop_process(process, timeout=10):
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait(timeout=timeout)
-
-
-def pytest_sessionfinish(session):
-    if not hasattr(session.config, "workerinput"):  # the controller (or a run without xdist), after its workers
-        shutil.rmtree(JAX_CACHE, ignore_errors=True)

@@ -1,19 +1,22 @@
 """Proof that the tests bite: plants each known bug class in a temporary copy of the repository, runs the tests that
 should catch it there, and prints caught or missed for each.
 
-    python tests/mutations.py [NAME ...]      # all, or the named mutations; --list names them
+    .venv/bin/python tests/mutations.py [NAME ...]      # all (about 10 minutes on one core), or the named ones
+    .venv/bin/python tests/mutations.py --list          # their names
 
 Run on demand, not in the default suite (pytest collects only test_*.py). A mutation is one textual change to one
 file, checked to apply exactly once, so a refactor that moves the code makes the tool fail loudly instead of
 planting nothing. Caught: one of the named tests fails on the copy. Before planting anything, the tests that the chosen
 mutations name run once on an unchanged copy: if one fails there, a failure proves nothing, and the tool stops, naming it.
-Exit status: 0 when every mutation is caught, 1 otherwise (2 when the tests fail unchanged).
+Exit status: 0 when every mutation is caught, 1 when one is missed, 2 for an unknown name or when the tests fail
+unchanged, 3 when pytest cannot run them (the project's Python, with pytest-xdist, runs this tool).
 """
 
 import argparse
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -257,6 +260,13 @@ MUTATIONS = {
         "        optimizer.zero_grad()\n",
         [f"{WIRING}::test_on_policy_advantages_bootstrap_a_time_limit_from_the_true_final_observation[ppo.py]"],
     ),
+    # a forked run once started from its server's random state, so a script that forgot to seed still repeated itself
+    "torch's generator left unseeded (PPO)": (
+        "cleanrl/ppo.py",
+        "    torch.manual_seed(args.seed)\n",
+        "",
+        ["tests/test_learning.py::test_same_seed_same_logged_values[ppo.py]"],
+    ),
 }
 
 
@@ -277,39 +287,51 @@ def run_tests(tests, mutation=None):
         if mutation:
             plant(copy, *mutation)
         start = time.monotonic()
-        done = subprocess.run(
+        # a session of its own, so that an interrupt here ends pytest's workers and their scripts too
+        pytest = subprocess.Popen(
             [sys.executable, "-m", "pytest", "-q", "-x", "-m", "not learning", *tests],
             cwd=copy,
-            capture_output=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             text=True,
             env=os.environ | {"PYTHONPATH": str(copy)},
+            start_new_session=True,
         )
+        try:
+            stdout, stderr = pytest.communicate()
+        except BaseException:
+            os.killpg(pytest.pid, signal.SIGKILL)
+            pytest.wait()
+            raise
+        done = subprocess.CompletedProcess(pytest.args, pytest.returncode, stdout, stderr)
         # with -x under xdist a failure ends as "interrupted" (2): read the summary line, not only the code
         failed = done.returncode != 0 and re.search(r"\b\d+ failed\b", done.stdout) is not None
         if done.returncode != 0 and not failed:
-            sys.exit(f"mutations: pytest could not run {' '.join(tests)}:\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
+            output = done.stdout[-2000:] + done.stderr[-2000:]
+            print(f"mutations: pytest could not run {' '.join(tests)}:\n{output}", file=sys.stderr)
+            sys.exit(3)
         return failed, time.monotonic() - start, done.stdout
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0].replace("\n", " "))
-    parser.add_argument("names", nargs="*", help="mutations to plant (default: all)")
+    parser.add_argument("names", nargs="*", help="mutations to plant (default: all, about 10 minutes on one core)")
     parser.add_argument("--list", action="store_true", help="print the mutations' names and stop")
     args = parser.parse_args()
-    if args.list:
-        print("\n".join(MUTATIONS))
-        return 0
     unknown = [n for n in args.names if n not in MUTATIONS]
     if unknown:
         print(f"mutations: unknown {unknown[0]!r}; --list names them", file=sys.stderr)
         return 2
-    names = args.names or list(MUTATIONS)
+    names = list(dict.fromkeys(args.names)) or list(MUTATIONS)  # each once
+    if args.list:
+        print("\n".join(names))
+        return 0
     tests = list(dict.fromkeys(test for name in names for test in MUTATIONS[name][3]))
     failed, seconds, output = run_tests(tests)
     if failed:
         print(f"mutations: the tests fail unchanged, so no failure counts as caught:\n{output[-3000:]}", file=sys.stderr)
         return 2
-    print(f"the {len(tests)} tests pass unchanged ({seconds:.0f} s)", flush=True)
+    print(f"the {len(tests)} test{'s pass' if len(tests) > 1 else ' passes'} unchanged ({seconds:.0f} s)", flush=True)
     missed = 0
     for name in names:
         path, old, new, tests = MUTATIONS[name]

@@ -21,7 +21,17 @@ from test_checkpoint import assert_same
 
 from cleanrl_utils.checkpoint import decode, read
 from cleanrl_utils.report import read_scalars
-from conftest import PPO_TAGS, SCRIPTS, check_ok, check_refused, load_script, only_run_dir, run_script, script_env
+from conftest import (
+    PPO_TAGS,
+    SCRIPTS,
+    check_ok,
+    check_refused,
+    load_script,
+    only_run_dir,
+    run_script,
+    script_env,
+    start_script,
+)
 
 # 4 envs x 128 steps = 512 steps an iteration, 100 iterations: about 10 s of CartPole on one core
 PPO_RUN = ["--total-timesteps", 51200, "--num-envs", 4, "--num-steps", 128]
@@ -43,17 +53,6 @@ TRXL_RUN = [
 # its learning rate anneals over --anneal-steps, not over the run: the tags but that one, and its entropy coefficient
 TRXL_TAGS = [tag for tag in PPO_TAGS if tag != "charts/learning_rate"] + ["charts/entropy_coefficient"]
 SAC_TAGS = ["losses/qf1_values", "losses/qf1_loss", "losses/actor_loss", "losses/alpha", "losses/alpha_loss"]
-
-
-def start(script, *args, cwd, env=None):
-    return subprocess.Popen(
-        [sys.executable, str(SCRIPTS / script), *map(str, args)],
-        cwd=cwd,
-        env=env or script_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
 
 
 def wait_for_checkpoint(cwd, process, script, at_least, timeout=300):
@@ -95,7 +94,7 @@ KILLED = [
 def test_a_run_killed_with_sigkill_resumes_where_its_checkpoint_left_it(
     script, flags, every, kill_at, tags, first, spacing, workdir
 ):
-    process = start(script, *flags, "--checkpoint-every", every, cwd=workdir)
+    process = start_script(script, *flags, "--checkpoint-every", every, cwd=workdir)
     path, saved = wait_for_checkpoint(workdir, process, script, kill_at)
     process.kill()  # SIGKILL: nothing of the script runs after it
     process.communicate()
@@ -197,7 +196,7 @@ SIGNALLED = [("ppo.py", signal.SIGINT), ("ppo.py", signal.SIGTERM), ("dqn.py", s
 @pytest.mark.parametrize("script,signum", SIGNALLED, ids=[f"{s}-{signal.Signals(n).name}" for s, n in SIGNALLED])
 def test_ctrl_c_or_sigterm_saves_a_checkpoint_says_so_and_goes_on_as_printed(script, signum, workdir):
     long_run = ["--total-timesteps", 10**7]  # stopped long before its end; only the signal writes a checkpoint
-    process = start(script, *long_run, "--checkpoint-every", 10**6, cwd=workdir)
+    process = start_script(script, *long_run, "--checkpoint-every", 10**6, cwd=workdir)
     wait_for_progress(process)
     process.send_signal(signum)
     stdout, stderr = process.communicate(timeout=60)
@@ -227,7 +226,7 @@ def test_ctrl_c_or_sigterm_saves_a_checkpoint_says_so_and_goes_on_as_printed(scr
 def test_the_first_ctrl_c_says_at_once_what_happens_and_a_second_stops_at_once(workdir):
     # Breakout iterations of 8 envs x 128 steps take seconds: the first press must answer before the one under way ends
     flags = ["--total-timesteps", 10**7, "--num-envs", 8, "--num-steps", 128, "--checkpoint-every", 2]
-    process = start("ppo_atari.py", *flags, cwd=workdir)
+    process = start_script("ppo_atari.py", *flags, cwd=workdir)
     wait_for_checkpoint(workdir, process, "ppo_atari.py", 2048)
     process.send_signal(signal.SIGINT)
     sent, first = time.time(), process.stderr.readline()
@@ -241,7 +240,7 @@ def test_the_first_ctrl_c_says_at_once_what_happens_and_a_second_stops_at_once(w
 
 def test_without_checkpoints_a_short_run_stops_at_ctrl_c_as_python_does(workdir):
     # the module (and its handlers) come only with --checkpoint-every or --resume: here Ctrl-C is Python's own
-    process = start("ppo.py", "--total-timesteps", 10**7, cwd=workdir)
+    process = start_script("ppo.py", "--total-timesteps", 10**7, cwd=workdir)
     wait_for_progress(process)
     process.send_signal(signal.SIGINT)
     _, stderr = process.communicate(timeout=60)

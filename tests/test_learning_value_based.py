@@ -24,7 +24,7 @@ def test_c51_learns_cartpole_within_120k_steps(workdir):
     # ε reaches 0.05 at 60k steps. On CI's kind of machine (2-core AMD EPYC) seeds 1-8 average 127, 255, 98, 462, 343,
     # 481, 278, 412 over their last 10 episodes by 120k steps (seed 4: ~45 s of one core, its last 10 all >= 404);
     # an earlier machine gave 151, 200, 312 for seeds 1-3. Some runs (4 of the 14 here) end on a plateau near 125
-    # (seed 3's 98: three episodes of ~20 among seven of ~130), so the threshold sits below it, 3x a random policy.
+    # (seed 3's 98: three episodes of ~20 among seven of ~130), so the threshold sits below it.
     # Longer budgets are no steadier: with a 10k buffer some seeds forget and fall back to it (by 160k seeds 1-6
     # average 409, 322, 462, 129, 421, 140). Measured again on 2026-12-04 on this project's 2-core machine: seeds 1-8
     # average 151, 200, 313, 260, 414, 224, 362, 430 (their evaluations after training: 151 to 446). The threshold

@@ -7,8 +7,6 @@ the normalised initialisation, the auxiliary buffer's size. The envpool pieces i
 """
 
 import math
-import subprocess
-import sys
 import time
 
 import pytest
@@ -20,7 +18,6 @@ from cleanrl_utils.report import read_scalars
 from conftest import (
     IN_CI,
     PPO_TAGS,
-    SCRIPTS,
     check_checkpoint_and_resume,
     check_ok,
     check_refused,
@@ -30,7 +27,7 @@ from conftest import (
     procgen_missing,
     run_copied_alone,
     run_script,
-    script_env,
+    start_script,
 )
 
 # under CI (CI=true) they run anyway, and fail, where the Qt 5 runtime that .ci/run installs is missing
@@ -159,8 +156,7 @@ def test_a_run_killed_mid_phase_resumes_with_the_rollouts_of_its_phase(workdir):
     # the checkpoint of iteration 3, the first of the second phase, is kept as the killed run left it (whatever the
     # run wrote after it): the resumed run's auxiliary phase trains on that iteration's rollouts and its own
     flags = [*ONE_PHASE, "--total-timesteps", 128, "--checkpoint-every", 1]
-    command = [sys.executable, str(SCRIPTS / SCRIPT), *map(str, flags)]
-    process = subprocess.Popen(command, cwd=workdir, env=script_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    process = start_script(SCRIPT, *flags, cwd=workdir)
     seen, mid_phase, deadline = workdir / "seen.pt", None, time.time() + 600
     while mid_phase is None and process.poll() is None and time.time() < deadline:
         for path in workdir.glob("runs/*/checkpoint.pt"):

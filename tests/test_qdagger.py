@@ -270,7 +270,7 @@ def test_a_run_stopped_in_a_phase_goes_on_there(phase, memory, teacher_path, wor
     teacher_steps, offline_steps = (3000, 10) if phase == "teacher" else (64, 220)
     flags = ["--teacher-model-path", teacher_path, *TINY, "--total-timesteps", 64, "--offline-eval-episodes", 0]
     flags += ["--teacher-steps", teacher_steps, "--offline-steps", offline_steps, "--checkpoint-every", 110, memory]
-    saved = stopped_in_phase(SCRIPT, phase, flags, workdir, tmp_path / "out.txt")
+    saved = stopped_in_phase(SCRIPT, phase, flags, workdir)
     teacher_step, offline_step = saved["state"]["teacher_step"][1], saved["state"]["offline_step"][1]
     if phase == "teacher":
         assert 0 < teacher_step < teacher_steps and offline_step == 0 and saved["count"] == 0

@@ -393,7 +393,7 @@ def test_a_run_stopped_in_a_phase_goes_on_there(phase, memory, jax_teacher_path,
     flags += ["--teacher-steps", teacher_steps, "--offline-steps", offline_steps, "--checkpoint-every", 110, memory]
     workdir = tmp_path / "work"
     workdir.mkdir()
-    saved = stopped_in_phase(SCRIPT, phase, flags, workdir, tmp_path / "out.txt")
+    saved = stopped_in_phase(SCRIPT, phase, flags, workdir)
     teacher_step, offline_step = saved["state"]["teacher_step"][1], saved["state"]["offline_step"][1]
     if phase == "teacher":
         assert 0 < teacher_step < teacher_steps and offline_step == 0 and saved["count"] == 0
