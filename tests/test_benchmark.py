@@ -84,6 +84,9 @@ def test_gpu_speed_writes_its_table_beside_leanrls(tmp_path):
         ("continuous_vs_sb3.py", ["--env-ids", "CartPole-v1"], "CartPole-v1 has Discrete(2) actions"),
         ("continuous_vs_sb3.py", ["--markdown", "/no/such/dir/s.md"], "its folder does not exist"),
         ("continuous_vs_sb3.py", ["--exclude-sps", "sac:Hopper-v5"], "--exclude-sps takes ALGO:ENV_ID:SEED"),
+        ("qr_dqn_vs_sb3.py", ["--env-ids", "Pendulum-v1"], "Pendulum-v1 has Box(-2.0, 2.0, (1,), float32) actions"),
+        ("qr_dqn_vs_sb3.py", ["--total-timesteps", "10999"], "must be at least 11000 on CartPole-v1"),
+        ("qr_dqn_vs_sb3.py", ["--exclude-sps", "dqn:CartPole-v1:1"], "--exclude-sps takes qr_dqn:ENV_ID:SEED"),
         ("atari_replay_memory.py", ["--buffer-size", "10"], "--buffer-size must be at least 1000"),
         ("gpu_speed.py", ["--scripts", "ppo.py"], "--scripts takes some of ppo_atari_envpool.py, "),
         ("gpu_speed.py", ["--markdown", "/no/such/dir/s.md"], "its folder does not exist"),
@@ -158,6 +161,19 @@ def test_continuous_vs_sb3_writes_its_table_and_resumes(tmp_path):
     (tmp_path / "out" / "cleanrl_sac_Pendulum-v1_1_5300.json").unlink()
     third = subprocess.run(command, cwd=REPO, env=script_env(), check=True, capture_output=True, text=True, timeout=600)
     assert "running cleanrl sac" in third.stdout and "running sb3" not in third.stdout
+
+
+def test_qr_dqn_vs_sb3_contrib_writes_its_table(tmp_path):
+    markdown = tmp_path / "side_by_side.md"
+    command = [sys.executable, "benchmark/qr_dqn_vs_sb3.py", "--env-ids", "CartPole-v1", "--seeds", "1"]
+    command += ["--total-timesteps", "1200", "--learning-starts", "200", "--out", str(tmp_path / "out")]
+    result = subprocess.run(
+        [*command, "--markdown", str(markdown)], cwd=REPO, env=script_env(), capture_output=True, text=True, timeout=600
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "running cleanrl qr_dqn CartPole-v1 seed 1" in result.stdout and "running sb3 qr_dqn" in result.stdout
+    row = [line for line in markdown.read_text().splitlines() if line.startswith("| qr_dqn | CartPole-v1 |")]
+    assert len(row) == 1 and row[0].endswith("| 1 (1 timed) |")
 
 
 def test_dqn_atari_breakout_sh_reports_memory_and_curve(tmp_path):
