@@ -260,6 +260,12 @@ MUTATIONS = {
         "        optimizer.zero_grad()\n",
         [f"{WIRING}::test_on_policy_advantages_bootstrap_a_time_limit_from_the_true_final_observation[ppo.py]"],
     ),
+    "the quantile loss's weights swapped (QR-DQN)": (
+        "cleanrl/qr_dqn.py",
+        "(tau_hat.view(1, n, 1) - (u.detach() < 0).to(u.dtype)).abs()",
+        "(tau_hat.view(1, n, 1) - (u.detach() > 0).to(u.dtype)).abs()",
+        ["tests/test_quantile_huber_loss.py"],
+    ),
     # a forked run once started from its server's random state, so a script that forgot to seed still repeated itself
     "torch's generator left unseeded (PPO)": (
         "cleanrl/ppo.py",
