@@ -214,7 +214,8 @@ def write_markdown(results, args):
         f"# cleanrl vs Stable-Baselines3-Contrib: QR-DQN ({args.total_timesteps} steps)\n\n"
         f"Command: `.venv/bin/python {command}` (settings and method in the script's docstring).\n"
         f"Return: mean of the last {LAST_EPISODES} training episodes per run, mean ± std over seeds. SPS: env steps "
-        "per second of the training loop, one run at a time, OMP_NUM_THREADS=1, CPU."
+        "per second of the training loop, OMP_NUM_THREADS=1, CPU; an invocation runs one at a time (two invocations, "
+        "one per env, may share the machine: see where the table is quoted)."
         + (" Atari returns are whole games' unclipped scores on both sides." if atari else "")
         + "\n\n"
         + table(results, args)
