@@ -35,6 +35,7 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import gymnasium as gym
@@ -227,26 +228,34 @@ def main(args):
     if error is not None:
         print(f"continuous_vs_sb3.py: {error}", file=sys.stderr)
         sys.exit(2)
-    out = Path(args.out)
     results = {}
     for env_id in args.env_ids:
         for seed in args.seeds:  # every algorithm at one seed before the next seed: partial tables stay useful
             for algo in args.algos:
                 for side, runner in (("cleanrl", run_ours), ("sb3", run_sb3)):
-                    key = (side, algo, env_id, seed)
-                    path = out / f"{side}_{algo}_{env_id}_{seed}_{args.total_timesteps}.json"
-                    if not path.exists():
-                        if args.table_only:
-                            continue
-                        print(f"running {side} {algo} {env_id} seed {seed} ({args.total_timesteps} steps)", flush=True)
-                        try:
-                            result = runner(algo, env_id, seed, args.total_timesteps, out / path.stem)
-                        except RunFailed as e:
-                            print(f"continuous_vs_sb3.py: {side} {algo} {env_id} seed {seed} failed ({e})", file=sys.stderr)
-                            sys.exit(1)
-                        path.write_text(json.dumps(result))
-                    results[key] = json.loads(path.read_text())
-                    write_markdown(results, args)
+                    run = partial(runner, algo, env_id, seed, args.total_timesteps)
+                    result = finished_run(side, algo, env_id, seed, args, run, "continuous_vs_sb3.py")
+                    if result is not None:
+                        results[(side, algo, env_id, seed)] = result
+                        write_markdown(results, args)
+
+
+def finished_run(side, algo, env_id, seed, args, run, program):
+    """One run's result: read from --out, where a finished run left its JSON file, or else made by `run(folder)` and
+    saved there (with --table-only: None). A failed run stops the benchmark, exit 1, `program` naming it."""
+    out = Path(args.out)
+    path = out / f"{side}_{algo}_{env_id}_{seed}_{args.total_timesteps}.json"
+    if not path.exists():
+        if args.table_only:
+            return None
+        print(f"running {side} {algo} {env_id} seed {seed} ({args.total_timesteps} steps)", flush=True)
+        try:
+            result = run(out / path.stem)
+        except RunFailed as e:
+            print(f"{program}: {side} {algo} {env_id} seed {seed} failed ({e})", file=sys.stderr)
+            sys.exit(1)
+        path.write_text(json.dumps(result))
+    return json.loads(path.read_text())
 
 
 def write_markdown(results, args):

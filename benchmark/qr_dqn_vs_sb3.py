@@ -32,6 +32,7 @@ import json
 import sys
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import gymnasium as gym
@@ -40,7 +41,7 @@ import tyro
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmark"))
-from continuous_vs_sb3 import LAST_EPISODES, RunFailed, run_logged, table  # noqa: E402
+from continuous_vs_sb3 import LAST_EPISODES, finished_run, run_logged, table  # noqa: E402
 
 from cleanrl_utils.report import find_runs, read_scalars  # noqa: E402
 
@@ -187,24 +188,16 @@ def main(args):
         print(f"qr_dqn_vs_sb3.py: {error}", file=sys.stderr)
         sys.exit(2)
     args.algos = ["qr_dqn"]  # the table's row key, as continuous_vs_sb3's
-    out = Path(args.out)
     results = {}
     for env_id in args.env_ids:
         for seed in args.seeds:
             for side, runner in (("cleanrl", run_ours), ("sb3", run_sb3)):
-                path = out / f"{side}_qr_dqn_{env_id}_{seed}_{args.total_timesteps}.json"
-                if not path.exists():
-                    if args.table_only:
-                        continue
-                    print(f"running {side} qr_dqn {env_id} seed {seed} ({args.total_timesteps} steps)", flush=True)
-                    try:
-                        result = runner(env_id, seed, args, out / path.stem)
-                    except RunFailed as e:
-                        print(f"qr_dqn_vs_sb3.py: {side} {env_id} seed {seed} failed ({e})", file=sys.stderr)
-                        sys.exit(1)
-                    path.write_text(json.dumps(result))
-                results[(side, "qr_dqn", env_id, seed)] = json.loads(path.read_text())
-                write_markdown(results, args)
+                result = finished_run(
+                    side, "qr_dqn", env_id, seed, args, partial(runner, env_id, seed, args), "qr_dqn_vs_sb3.py"
+                )
+                if result is not None:
+                    results[(side, "qr_dqn", env_id, seed)] = result
+                    write_markdown(results, args)
 
 
 def write_markdown(results, args):
