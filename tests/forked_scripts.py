@@ -130,7 +130,6 @@ class ScriptForker:
         self.process = subprocess.Popen(
             [str(python), "-c", SERVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, text=True
         )
-
         self.outputs = itertools.count()
 
     def run(self, script_path, args, cwd, env=None, timeout=120, unset=()):
@@ -138,7 +137,10 @@ class ScriptForker:
         request = self._request("run", script_path, args, cwd, env, unset, timeout=timeout)
         returncode = self._ask(request)["returncode"]
         with open(request["stdout"]) as f_out, open(request["stderr"]) as f_err:
-            return SimpleNamespace(returncode=returncode, stdout=f_out.read(), stderr=f_err.read())
+            result = SimpleNamespace(returncode=returncode, stdout=f_out.read(), stderr=f_err.read())
+        os.unlink(request["stdout"])  # read whole: a session's hundreds of runs leave no files behind
+        os.unlink(request["stderr"])
+        return result
 
     def start(self, script_path, args, cwd, env=None, unset=()):
         """The script started and left running, as `subprocess.Popen` with both outputs piped: a `ForkedProcess`."""
