@@ -202,11 +202,9 @@ def validation_error(args):
             f"--total-timesteps must be at least {needed} (the learning start of {algos} plus 100 gradient steps), "
             f"got {args.total_timesteps}"
         )
-    for key in args.exclude_sps:
-        algo, _, rest = key.partition(":")
-        env_id, _, seed = rest.rpartition(":")
-        if algo not in LEARNING_STARTS or not env_id or not seed.isdigit():
-            return f"--exclude-sps takes ALGO:ENV_ID:SEED (e.g. sac:Hopper-v5:1), got {key!r}"
+    error = exclude_sps_error(args.exclude_sps, LEARNING_STARTS, "ALGO:ENV_ID:SEED (e.g. sac:Hopper-v5:1)")
+    if error:
+        return error
     if any(not 0 <= seed < 2**32 for seed in args.seeds):
         return f"--seeds must be in [0, 2**32 - 1], got {args.seeds}"
     if not Path(args.markdown).resolve().parent.is_dir():
@@ -220,6 +218,16 @@ def validation_error(args):
         env.close()
         if not isinstance(action_space, gym.spaces.Box):
             return f"{env_id} has {action_space} actions; SAC, TD3 and DDPG need Box ones"
+    return None
+
+
+def exclude_sps_error(keys, algos, form):
+    """The first --exclude-sps entry that is not ALGO:ENV_ID:SEED with ALGO among `algos`, as one line, or None."""
+    for key in keys:
+        algo, _, rest = key.partition(":")
+        env_id, _, seed = rest.rpartition(":")
+        if algo not in algos or not env_id or not seed.isdigit():
+            return f"--exclude-sps takes {form}, got {key!r}"
     return None
 
 

@@ -41,7 +41,7 @@ import tyro
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmark"))
-from continuous_vs_sb3 import LAST_EPISODES, finished_run, run_logged, table  # noqa: E402
+from continuous_vs_sb3 import LAST_EPISODES, exclude_sps_error, finished_run, run_logged, table  # noqa: E402
 
 from cleanrl_utils.report import find_runs, read_scalars  # noqa: E402
 
@@ -168,11 +168,9 @@ def validation_error(args):
         env.close()
         if not isinstance(action_space, gym.spaces.Discrete):
             return f"{env_id} has {action_space} actions; QR-DQN needs Discrete ones"
-    for key in args.exclude_sps:
-        algo, _, rest = key.partition(":")
-        env_id, _, seed = rest.rpartition(":")
-        if algo != "qr_dqn" or not env_id or not seed.isdigit():
-            return f"--exclude-sps takes qr_dqn:ENV_ID:SEED (e.g. qr_dqn:CartPole-v1:1), got {key!r}"
+    error = exclude_sps_error(args.exclude_sps, ["qr_dqn"], "qr_dqn:ENV_ID:SEED (e.g. qr_dqn:CartPole-v1:1)")
+    if error:
+        return error
     if not Path(args.markdown).resolve().parent.is_dir():
         return f"--markdown {args.markdown}: its folder does not exist"
     try:
